@@ -1,0 +1,326 @@
+"""Every fixture the official conformance suite (@modelcontextprotocol/conformance) looks up at 2026-07-28.
+
+Serve it with `mcp-stateless serve examples/conformance_server.py:app --http 127.0.0.1:3001`.
+Names and outputs follow the suite's fixture list exactly; the first tool is argument-free on purpose
+(the header-validation scenario calls the first listed tool with `{}`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from mcp_stateless import App, Context, content, elicitation, roots, sampling
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+WAV = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
+
+app = App("mcp-stateless-conformance", "0.1.0", instructions="Fixtures for the MCP conformance suite.")
+
+NAME_FORM = {"type": "object", "properties": {"name": {"type": "string", "description": "Your name"}},
+             "required": ["name"]}
+
+
+# --------------------------------------------------------------------------- tools
+@app.tool()
+def test_simple_text() -> str:
+    """Tests simple text content response"""
+    return "This is a simple text response for testing."
+
+
+@app.tool()
+def test_image_content() -> dict[str, Any]:
+    """Tests image content response"""
+    return content.image(PNG, "image/png")
+
+
+@app.tool()
+def test_audio_content() -> dict[str, Any]:
+    """Tests audio content response"""
+    return content.audio(WAV, "audio/wav")
+
+
+@app.tool()
+def test_embedded_resource() -> dict[str, Any]:
+    """Tests embedded resource content response"""
+    return content.embedded_resource(
+        "test://embedded-resource", text="This is an embedded resource content.", mime_type="text/plain"
+    )
+
+
+@app.tool()
+def test_multiple_content_types() -> list[dict[str, Any]]:
+    """Tests response with multiple content types (text, image, resource)"""
+    return [
+        content.text("Multiple content types test:"),
+        content.image(PNG, "image/png"),
+        content.embedded_resource(
+            "test://mixed-content-resource", text=json.dumps({"test": "data", "value": 123},
+                                                            separators=(",", ":")),
+            mime_type="application/json",
+        ),
+    ]
+
+
+@app.tool()
+async def test_tool_with_progress(ctx: Context) -> str:
+    """Tests tool that reports progress notifications"""
+    for step in (0, 50, 100):
+        ctx.report_progress(step, 100, f"Completed step {step // 50 + 1} of 3")
+        if step < 100:
+            await asyncio.sleep(0.05)
+    return "Progress test completed"
+
+
+@app.tool()
+def test_error_handling() -> Any:
+    """Tests error response handling"""
+    from mcp_stateless import ToolError
+
+    raise ToolError("This tool intentionally returns an error for testing")
+
+
+@app.tool()
+def test_missing_capability(ctx: Context) -> str:
+    """Needs the client's sampling capability (declared on this request), else -32021"""
+    ctx.require_capability({"sampling": {}})
+    return "The client declared the sampling capability."
+
+
+@app.tool()
+async def test_streaming_elicitation(ctx: Context) -> str:
+    """Streams a progress notification and then the result; never sends a server-to-client request"""
+    ctx.report_progress(1, 2, "working")
+    ctx.log("info", "streaming elicitation fixture is running")
+    await asyncio.sleep(0.05)
+    ctx.report_progress(2, 2, "done")
+    return "Streaming completed without server-to-client requests."
+
+
+@app.tool()
+async def test_logging_tool(ctx: Context) -> str:
+    """Emits log notifications only when the request's _meta asked for a logLevel"""
+    ctx.log("info", "Tool execution started")
+    await asyncio.sleep(0.02)
+    ctx.log("info", "Tool processing data")
+    ctx.log("info", "Tool execution completed")
+    return "Logging test completed"
+
+
+def _dynamic_tool() -> str:
+    """A tool that comes and goes"""
+    return "dynamic"
+
+
+@app.tool()
+async def test_trigger_tool_change() -> str:
+    """Adds or removes test_dynamic_tool and notifies listen streams (notifications/tools/list_changed)"""
+    from mcp_stateless.server.registry import Tool
+
+    if not app.remove_tool("test_dynamic_tool"):
+        app.add_tool(Tool.build(_dynamic_tool, name="test_dynamic_tool"))
+    await asyncio.sleep(0)
+    return "Tool list changed."
+
+
+@app.tool()
+async def test_trigger_prompt_change() -> str:
+    """Adds or removes test_dynamic_prompt and notifies listen streams (notifications/prompts/list_changed)"""
+    from mcp_stateless.server.registry import Prompt
+
+    if not app.remove_prompt("test_dynamic_prompt"):
+        app.add_prompt(Prompt.build(lambda: "A prompt that comes and goes.", name="test_dynamic_prompt",
+                                    description="A prompt that comes and goes"))
+    await asyncio.sleep(0)
+    return "Prompt list changed."
+
+
+@app.tool(
+    description="Tool with JSON Schema 2020-12 features",
+    input_schema={
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "$defs": {
+            "address": {
+                "$anchor": "addressDef",
+                "type": "object",
+                "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+            }
+        },
+        "properties": {
+            "name": {"type": "string"},
+            "address": {"$ref": "#/$defs/address"},
+            "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+            "phone": {"type": "string"},
+            "email": {"type": "string"},
+        },
+        "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+        "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+        "then": {"required": ["phone"]},
+        "else": {"required": ["email"]},
+        "additionalProperties": False,
+    },
+)
+def json_schema_2020_12_tool(**arguments: Any) -> str:
+    return "Received: " + json.dumps(arguments, sort_keys=True)
+
+
+@app.tool(
+    description="Echoes the region, which is mirrored in the Mcp-Param-Region header",
+    input_schema={
+        "type": "object",
+        "properties": {"region": {"type": "string", "x-mcp-header": "Region", "description": "A region name"}},
+        "required": ["region"],
+    },
+)
+def test_x_mcp_header(region: str) -> str:
+    return f"Region: {region}"
+
+
+# --------------------------------------------------------------------------- MRTR tools
+@app.tool()
+def test_input_required_result_elicitation(ctx: Context) -> str:
+    """Asks the user's name through MRTR elicitation"""
+    answer = ctx.elicit("What is your name?", NAME_FORM, key="user_name")
+    if not answer.accepted:
+        return f"Elicitation was {answer.action}."
+    return f"Hello, {(answer.content or {}).get('name', '')}!"
+
+
+@app.tool()
+def test_input_required_result_sampling(ctx: Context) -> str:
+    """Asks the client to sample an answer through MRTR"""
+    got = ctx.sample("What is the capital of France?", 100, key="capital_question")
+    c = got.get("content")
+    text = c.get("text", "") if isinstance(c, dict) else ""
+    return f"Sampled: {text}"
+
+
+@app.tool()
+def test_input_required_result_list_roots(ctx: Context) -> str:
+    """Asks the client for its roots through MRTR"""
+    found = ctx.list_roots(key="client_roots")
+    return "Roots: " + ", ".join(r["uri"] for r in found)
+
+
+@app.tool()
+def test_input_required_result_request_state(ctx: Context) -> str:
+    """Confirms through MRTR, carrying opaque (sealed) requestState between rounds"""
+    ctx.state.setdefault("marker", "state-ok")
+    ok = ctx.elicit("Please confirm", {"type": "object", "properties": {"ok": {"type": "boolean"}},
+                                       "required": ["ok"]}, key="confirm")
+    return f"{ctx.state['marker']}: confirmed={bool((ok.content or {}).get('ok'))}"
+
+
+@app.tool()
+def test_input_required_result_multiple_inputs(ctx: Context) -> str:
+    """Asks for an elicitation, a sampling and the roots in one round"""
+    got = ctx.ask({
+        "user_name": elicitation("What is your name?", NAME_FORM),
+        "greeting": sampling("Generate a greeting", 50),
+        "client_roots": roots(),
+    })
+    name = (got["user_name"].content or {}).get("name", "")
+    greet = got["greeting"].get("content", {})
+    return f"{name}: {greet.get('text', '') if isinstance(greet, dict) else ''} ({len(got['client_roots'])} roots)"
+
+
+@app.tool()
+def test_input_required_result_multi_round(ctx: Context) -> str:
+    """Two rounds of elicitation; the first answer travels in requestState"""
+    name = ctx.elicit("Step 1: What is your name?", NAME_FORM, key="step1")
+    color = ctx.elicit("Step 2: What is your favorite color?",
+                       {"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]},
+                       key="step2")
+    return f"{(name.content or {}).get('name')} likes {(color.content or {}).get('color')}"
+
+
+@app.tool()
+def test_input_required_result_tampered_state(ctx: Context) -> str:
+    """Round 2 must echo the HMAC-sealed requestState unchanged"""
+    ok = ctx.elicit("Please confirm", {"type": "object", "properties": {"ok": {"type": "boolean"}},
+                                       "required": ["ok"]}, key="confirm")
+    return f"state verified, ok={bool((ok.content or {}).get('ok'))}"
+
+
+@app.tool()
+def test_input_required_result_capabilities(ctx: Context) -> str:
+    """Asks only for what the client declared on this request"""
+    wanted: dict[str, Any] = {}
+    if ctx.has_capability({"elicitation": {}}):
+        wanted["user_name"] = elicitation("What is your name?", NAME_FORM)
+    if ctx.has_capability({"sampling": {}}):
+        wanted["greeting"] = sampling("Generate a greeting", 50)
+    if ctx.has_capability({"roots": {}}):
+        wanted["client_roots"] = roots()
+    if not wanted:
+        ctx.require_capability({"elicitation": {}})
+    got = ctx.ask(wanted)
+    return "Received: " + ", ".join(sorted(got))
+
+
+# --------------------------------------------------------------------------- prompts
+@app.prompt()
+def test_simple_prompt() -> str:
+    """A simple prompt without arguments"""
+    return "This is a simple prompt for testing."
+
+
+@app.prompt()
+def test_prompt_with_arguments(arg1: str, arg2: str) -> str:
+    """A prompt with required arguments"""
+    return f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
+
+
+@app.prompt()
+def test_prompt_with_embedded_resource(resourceUri: str) -> list[dict[str, Any]]:  # noqa: N803
+    """A prompt that includes an embedded resource"""
+    return [
+        {"role": "user", "content": content.embedded_resource(
+            resourceUri, text="Embedded resource content for testing.", mime_type="text/plain")},
+        {"role": "user", "content": content.text("Please process the embedded resource above.")},
+    ]
+
+
+@app.prompt()
+def test_prompt_with_image() -> list[dict[str, Any]]:
+    """A prompt that includes image content"""
+    return [
+        {"role": "user", "content": content.image(PNG, "image/png")},
+        {"role": "user", "content": content.text("Please analyze the image above.")},
+    ]
+
+
+@app.prompt()
+def test_input_required_result_prompt(ctx: Context) -> list[dict[str, Any]]:
+    """A prompt that asks the client for context through MRTR"""
+    got = ctx.elicit("What context should the prompt use?",
+                     {"type": "object", "properties": {"context": {"type": "string"}}, "required": ["context"]},
+                     key="user_context")
+    return [{"role": "user", "content": content.text(f"Context: {(got.content or {}).get('context', '')}")}]
+
+
+@app.completion(prompt="test_prompt_with_arguments")
+def complete_prompt_args(argument: str, value: str, context: dict[str, str]) -> list[str]:
+    options = {"arg1": ["paris", "park", "party"], "arg2": ["red", "green", "blue"]}.get(argument, [])
+    return [o for o in options if o.startswith(value)]
+
+
+# --------------------------------------------------------------------------- resources
+@app.resource("test://static-text", name="static-text", description="A static text resource for testing",
+              mime_type="text/plain")
+def static_text() -> str:
+    return "This is the content of the static text resource."
+
+
+@app.resource("test://static-binary", name="static-binary", description="A static binary resource (PNG)",
+              mime_type="image/png")
+def static_binary() -> dict[str, Any]:
+    return content.blob_resource("test://static-binary", PNG, "image/png")
+
+
+@app.resource("test://template/{id}/data", name="template-data",
+              description="A resource template with an id parameter", mime_type="application/json")
+def template_data(id: str) -> str:  # noqa: A002
+    return json.dumps({"id": id, "templateTest": True, "data": f"Data for ID: {id}"}, separators=(",", ":"))

@@ -1,0 +1,43 @@
+"""mcp-stateless: a fast, stateless Model Context Protocol (2026-07-28) runtime."""
+
+from .protocol.caching import CacheHint
+from .protocol.errors import McpError
+from .protocol.mrtr import KeyRing
+from .protocol.security import OriginPolicy
+from .protocol.versions import LATEST as LATEST_PROTOCOL_VERSION
+from .server import content
+from .server.app import App
+from .server.context import Context, ElicitResult, InputRequest, elicitation, roots, sampling, url_elicitation
+from .server.events import ChangeEvent, EventBus, MemoryEventBus
+from .server.registry import PromptArgument
+from .server.results import ToolError, ToolResult, assistant, user
+from .transports.http import HttpTransport
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "LATEST_PROTOCOL_VERSION",
+    "App",
+    "CacheHint",
+    "ChangeEvent",
+    "Context",
+    "ElicitResult",
+    "EventBus",
+    "HttpTransport",
+    "InputRequest",
+    "KeyRing",
+    "McpError",
+    "MemoryEventBus",
+    "OriginPolicy",
+    "PromptArgument",
+    "ToolError",
+    "ToolResult",
+    "__version__",
+    "assistant",
+    "content",
+    "elicitation",
+    "roots",
+    "sampling",
+    "url_elicitation",
+    "user",
+]

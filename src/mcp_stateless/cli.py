@@ -1,0 +1,191 @@
+"""The `mcp-stateless` command line."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import logging
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+from .protocol.mrtr import KeyRing
+from .protocol.security import LOOPBACK_HOSTS, OriginPolicy
+from .server.app import App
+
+log = logging.getLogger("mcp_stateless")
+
+KEYS_ENV = "MCP_STATELESS_KEYS"
+
+
+class CliError(Exception):
+    """A mistake on the command line: printed as one line, exit status 2."""
+
+
+def load_app(spec: str) -> App:
+    """Import `module:attr` or `path/to/file.py:attr` (attr defaults to `app`)."""
+    target, _, attr = spec.partition(":")
+    attr = attr or "app"
+    if not target:
+        raise CliError(f"invalid APP {spec!r}: expected module:attr or path/to/file.py:attr")
+    if target.endswith(".py") or os.sep in target:
+        path = Path(target)
+        if not path.is_file():
+            raise CliError(f"cannot load {spec!r}: file {target} does not exist")
+        sys.path.insert(0, str(path.resolve().parent))
+        mod_name = "_mcp_app_" + path.stem
+        loader_spec = importlib.util.spec_from_file_location(mod_name, path)
+        if loader_spec is None or loader_spec.loader is None:
+            raise CliError(f"cannot load {spec!r}: not a Python file")
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[mod_name] = module
+        loader_spec.loader.exec_module(module)
+    else:
+        try:
+            module = importlib.import_module(target)
+        except ModuleNotFoundError as e:
+            raise CliError(f"cannot load {spec!r}: no module named {e.name!r}") from None
+    obj = getattr(module, attr, None)
+    if obj is None:
+        raise CliError(f"cannot load {spec!r}: {target} has no attribute {attr!r}")
+    if callable(obj) and not isinstance(obj, App):
+        obj = obj()
+    if not isinstance(obj, App):
+        raise CliError(f"cannot load {spec!r}: {attr} is a {type(obj).__name__}, not an mcp_stateless.App")
+    return obj
+
+
+def parse_hostport(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise CliError(f"--http expects HOST:PORT, got {value!r}")
+    return host.strip("[]"), int(port)
+
+
+def configure_keys(app: App, instances: int) -> None:
+    """Shared MRTR key ring from the environment; required when more than one process serves."""
+    spec = os.environ.get(KEYS_ENV)
+    if spec:
+        try:
+            app.key_ring = KeyRing.from_config(spec)
+        except ValueError as e:
+            raise CliError(f"{KEYS_ENV}: {e}") from None
+    elif app.key_ring is None and instances > 1:
+        raise CliError(
+            f"{instances} workers need a shared MRTR key: set {KEYS_ENV}=kid:base64secret "
+            "(the same on every instance)"
+        )
+
+
+def origin_policy(host: str, allowed_hosts: list[str], allowed_origins: list[str]) -> OriginPolicy | None:
+    if allowed_hosts or allowed_origins:
+        if "*" in allowed_hosts:
+            return OriginPolicy.disabled()
+        base = OriginPolicy.loopback() if host in LOOPBACK_HOSTS else OriginPolicy()
+        return OriginPolicy(
+            base.allowed_hosts | {h.lower() for h in allowed_hosts},
+            frozenset(o.lower() for o in allowed_origins),
+        )
+    if host in LOOPBACK_HOSTS:
+        return OriginPolicy.loopback()
+    return None
+
+
+def _check_port_free(host: str, port: int) -> None:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as e:
+            raise CliError(f"cannot listen on {host}:{port}: {e.strerror}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="mcp-stateless",
+        description="Serve an MCP (2026-07-28, stateless) application over Streamable HTTP or stdio.",
+        epilog="Example: mcp-stateless serve examples/echo.py:app --http 127.0.0.1:8000",
+    )
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    s = sub.add_parser(
+        "serve",
+        help="serve an app",
+        description="Serve APP (module:attr or path/to/file.py:attr; attr defaults to `app`).",
+        epilog=(
+            "HTTP endpoint: http://HOST:PORT/mcp. Several workers (or instances) need the same MRTR key: "
+            f"{KEYS_ENV}=kid:base64secret[,oldkid:secret]"
+        ),
+    )
+    s.add_argument("app", metavar="APP", help="module:attr or path/to/file.py:attr")
+    mode = s.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--stdio", action="store_true", help="newline-delimited JSON on stdin/stdout")
+    mode.add_argument("--http", metavar="HOST:PORT", help="Streamable HTTP, e.g. 127.0.0.1:8000")
+    s.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
+    s.add_argument("--workers", type=int, default=1, help="HTTP worker processes (default 1)")
+    s.add_argument("--allowed-host", action="append", default=[], metavar="HOST",
+                   help="accept this Host header (repeatable; '*' turns the Host/Origin check off)")
+    s.add_argument("--allowed-origin", action="append", default=[], metavar="ORIGIN",
+                   help="accept this Origin, e.g. https://app.example.com (repeatable)")
+    s.add_argument("--max-body", type=int, default=4 * 1024 * 1024, metavar="BYTES",
+                   help="largest accepted request body (default 4 MiB; larger gets 413)")
+    s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error", "critical"],
+                   help="server log level (logs go to stderr)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        if args.command == "serve":
+            return _serve(args)
+    except CliError as e:
+        print(f"mcp-stateless: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 2
+
+
+def _serve(args: Any) -> int:
+    if args.workers < 1:
+        raise CliError("--workers must be at least 1")
+    if args.max_body < 1:
+        raise CliError("--max-body must be positive")
+    if args.stdio:
+        app = load_app(args.app)
+        configure_keys(app, 1)
+        from .transports.stdio import serve_stdio
+
+        return serve_stdio(app)
+    host, port = parse_hostport(args.http)
+    app = load_app(args.app)  # fail fast on a bad APP, even with several workers
+    configure_keys(app, args.workers)
+    _check_port_free(host, port)
+    from .transports import serve_http
+
+    settings = serve_http.Settings(
+        app_spec=args.app,
+        host=host,
+        port=port,
+        path=args.path,
+        workers=args.workers,
+        allowed_hosts=tuple(args.allowed_host),
+        allowed_origins=tuple(args.allowed_origin),
+        max_body=args.max_body,
+        log_level=args.log_level,
+    )
+    return serve_http.run(settings, app)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

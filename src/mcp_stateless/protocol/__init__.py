@@ -1,0 +1,1 @@
+"""The sans-IO protocol core: pure rules, no sockets, no event loop, no globals."""

@@ -1,0 +1,27 @@
+"""Cache hints (`ttlMs`, `cacheScope`) for cacheable results (REFERENCE.md §4.9)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+CacheScope = Literal["public", "private"]
+
+CACHEABLE_METHODS = frozenset(
+    {"server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CacheHint:
+    ttl_ms: int = 0
+    scope: CacheScope = "public"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.ttl_ms, int) or self.ttl_ms < 0:
+            raise ValueError("ttl_ms must be an integer >= 0")
+        if self.scope not in ("public", "private"):
+            raise ValueError('cacheScope must be "public" or "private"')
+
+    def private(self) -> CacheHint:
+        return CacheHint(self.ttl_ms, "private")

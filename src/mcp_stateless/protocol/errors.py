@@ -1,0 +1,77 @@
+"""JSON-RPC / MCP error codes, the one exception type that carries them, and the HTTP status table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+HEADER_MISMATCH = -32020
+MISSING_CLIENT_CAPABILITY = -32021
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+
+# REFERENCE.md §8.3: spec-mandated rows plus the official SDK's table for the rest.
+_HTTP_STATUS: dict[int, int] = {
+    PARSE_ERROR: 400,
+    INVALID_REQUEST: 400,
+    INVALID_PARAMS: 400,
+    HEADER_MISMATCH: 400,
+    MISSING_CLIENT_CAPABILITY: 400,
+    UNSUPPORTED_PROTOCOL_VERSION: 400,
+    METHOD_NOT_FOUND: 404,
+}
+
+
+def http_status_for(code: int) -> int:
+    """HTTP status of a response carrying a JSON-RPC error with this code."""
+    return _HTTP_STATUS.get(code, 200)
+
+
+class McpError(Exception):
+    """A protocol-level failure: becomes a JSON-RPC error response (never an `isError` result)."""
+
+    __slots__ = ("code", "data", "message")
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_error(self) -> dict[str, Any]:
+        err: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            err["data"] = self.data
+        return err
+
+    def __repr__(self) -> str:
+        return f"McpError({self.code}, {self.message!r})"
+
+
+def invalid_params(message: str, data: Any = None) -> McpError:
+    return McpError(INVALID_PARAMS, message, data)
+
+
+def method_not_found(method: str) -> McpError:
+    return McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
+
+
+def header_mismatch(message: str) -> McpError:
+    return McpError(HEADER_MISMATCH, message)
+
+
+def missing_capability(required: dict[str, Any], message: str | None = None) -> McpError:
+    names = ", ".join(sorted(required))
+    return McpError(
+        MISSING_CLIENT_CAPABILITY,
+        message or f"This request needs the client capability: {names}",
+        {"requiredCapabilities": required},
+    )
+
+
+def error_response(id_: Any, err: McpError) -> dict[str, Any]:
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "id": id_, "error": err.to_error()}
+    return msg

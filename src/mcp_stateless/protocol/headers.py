@@ -1,0 +1,184 @@
+"""Mcp-* header rules: the `=?base64?…?=` value encoding and `x-mcp-header` annotations (REFERENCE.md §8.2, §8.4)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import McpError, header_mismatch
+
+_SENTINEL_PREFIX = "=?base64?"
+_SENTINEL_SUFFIX = "?="
+# RFC 9110 tchar
+_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+_B64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
+_MAX_SAFE_INT = 2**53 - 1
+
+
+def _is_safe_plain(value: str) -> bool:
+    if value == "":
+        return True
+    if value[0] in " \t" or value[-1] in " \t":
+        return False
+    if value.startswith(_SENTINEL_PREFIX) and value.endswith(_SENTINEL_SUFFIX):
+        return False
+    return all(0x20 <= ord(c) <= 0x7E for c in value)
+
+
+def encode_header_value(value: str | int | bool) -> str:
+    """Client side: the header form of a string, integer or boolean value."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if _is_safe_plain(value):
+        return value
+    return _SENTINEL_PREFIX + base64.b64encode(value.encode("utf-8")).decode("ascii") + _SENTINEL_SUFFIX
+
+
+def decode_header_value(raw: str, header: str) -> str:
+    """Server side: trim OWS, reject invalid characters, decode the base64 sentinel form."""
+    value = raw.strip(" \t")
+    for c in value:
+        o = ord(c)
+        if o < 0x20 or o > 0x7E:
+            raise header_mismatch(f"{header} header contains invalid characters")
+    if value.startswith(_SENTINEL_PREFIX) and value.endswith(_SENTINEL_SUFFIX) and len(value) >= 11:
+        payload = value[len(_SENTINEL_PREFIX) : -len(_SENTINEL_SUFFIX)]
+        if len(payload) % 4 or not _B64.match(payload):
+            raise header_mismatch(f"{header} header has invalid base64 encoding")
+        try:
+            return base64.b64decode(payload, validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            raise header_mismatch(f"{header} header has invalid base64 encoding") from None
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class ParamHeader:
+    """One `x-mcp-header` annotation: the header `Mcp-Param-{name}` mirrors the argument at `path`."""
+
+    name: str
+    path: tuple[str, ...]
+    type: str  # "string" | "integer" | "boolean"
+
+    @property
+    def header(self) -> str:
+        return "mcp-param-" + self.name.lower()
+
+
+def _walk(schema: Mapping[str, Any], path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Mapping[str, Any]]]:
+    props = schema.get("properties")
+    if not isinstance(props, Mapping):
+        return
+    for key, sub in props.items():
+        if isinstance(sub, Mapping):
+            yield (*path, key), sub
+            yield from _walk(sub, (*path, key))
+
+
+def _annotations(node: Any) -> Iterator[Any]:
+    """Every `x-mcp-header` value anywhere in a schema (used to find misplaced ones)."""
+    if isinstance(node, Mapping):
+        for k, v in node.items():
+            if k == "x-mcp-header":
+                yield v
+            yield from _annotations(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _annotations(v)
+
+
+def param_headers(input_schema: Mapping[str, Any]) -> tuple[ParamHeader, ...]:
+    """The valid `x-mcp-header` annotations of a tool's input schema; raises ValueError when any is invalid."""
+    found: list[ParamHeader] = []
+    seen: set[str] = set()
+    for path, sub in _walk(input_schema, ()):
+        if "x-mcp-header" not in sub:
+            continue
+        name = sub["x-mcp-header"]
+        if not isinstance(name, str) or not _TOKEN.match(name):
+            raise ValueError(f"x-mcp-header at {'.'.join(path)} must be a non-empty RFC 9110 token")
+        typ = sub.get("type")
+        if typ not in ("string", "integer", "boolean"):
+            raise ValueError(f"x-mcp-header at {'.'.join(path)} must annotate a string, integer or boolean")
+        if name.lower() in seen:
+            raise ValueError(f"x-mcp-header {name!r} is used twice (names are case-insensitive)")
+        seen.add(name.lower())
+        found.append(ParamHeader(name, path, typ))
+    if sum(1 for _ in _annotations(input_schema)) != len(found):
+        raise ValueError("x-mcp-header may only annotate properties reachable through `properties`")
+    return tuple(found)
+
+
+_MISSING = object()
+
+
+def _lookup(arguments: Any, path: tuple[str, ...]) -> Any:
+    node = arguments
+    for key in path:
+        if not isinstance(node, Mapping) or key not in node:
+            return _MISSING
+        node = node[key]
+    return node
+
+
+def check_param_headers(
+    specs: tuple[ParamHeader, ...], arguments: Any, headers: Mapping[str, str]
+) -> McpError | None:
+    """Compare each annotated argument with its `Mcp-Param-*` header (after decoding)."""
+    for spec in specs:
+        value = _lookup(arguments, spec.path)
+        raw = headers.get(spec.header)
+        label = "Mcp-Param-" + spec.name
+        if value is _MISSING or value is None:
+            if raw is not None:
+                return header_mismatch(f"{label} header is present but the argument is absent")
+            continue
+        if raw is None:
+            return header_mismatch(f"{label} header is missing for argument {'.'.join(spec.path)}")
+        try:
+            decoded = decode_header_value(raw, label)
+        except McpError as e:
+            return e
+        if not _matches(spec.type, value, decoded):
+            return header_mismatch(f"{label} header does not match the argument {'.'.join(spec.path)}")
+    return None
+
+
+def _matches(typ: str, value: Any, decoded: str) -> bool:
+    if isinstance(value, bool):
+        return decoded == ("true" if value else "false")
+    if isinstance(value, int):
+        try:
+            return int(decoded) == value
+        except ValueError:
+            return False
+    if isinstance(value, float) and value.is_integer() and typ == "integer":
+        try:
+            return int(decoded) == int(value)
+        except ValueError:
+            return False
+    if isinstance(value, str):
+        return decoded == value
+    return False
+
+
+def value_at(arguments: Any, path: tuple[str, ...]) -> Any:
+    """The argument at `path`, or None when it is absent (client side mirroring)."""
+    v = _lookup(arguments, path)
+    return None if v is _MISSING else v
+
+
+__all__ = [
+    "ParamHeader",
+    "check_param_headers",
+    "decode_header_value",
+    "encode_header_value",
+    "param_headers",
+    "value_at",
+]

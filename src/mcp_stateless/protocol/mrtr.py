@@ -1,0 +1,162 @@
+"""MRTR (SEP-2322): sealed `requestState` and the shape rules for `inputRequests` / `inputResponses`.
+
+`requestState` is attacker-controlled, so it is HMAC-SHA256 sealed with a key from a `KeyRing` that every
+instance shares, and bound to the principal, the method, a digest of the original params and an expiry.
+Format: ``s1.<kid>.<base64url payload>.<base64url tag>``; the tag covers everything before it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from .errors import McpError, invalid_params
+
+_VERSION = "s1"
+# Params that a retry adds; everything else must be byte-for-byte the original request.
+MRTR_PARAMS = frozenset({"inputResponses", "requestState", "_meta"})
+MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+
+
+def _b64e(b: bytes) -> str:
+    return base64.urlsafe_b64encode(b).rstrip(b"=").decode("ascii")
+
+
+def _b64d(s: str) -> bytes:
+    return base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
+
+
+class KeyRing:
+    """HMAC keys by key id. The first key seals; all of them open (so keys can rotate)."""
+
+    __slots__ = ("_current", "_keys", "ephemeral")
+
+    def __init__(self, keys: Mapping[str, bytes], current: str | None = None, *, ephemeral: bool = False) -> None:
+        if not keys:
+            raise ValueError("a key ring needs at least one key")
+        for kid, key in keys.items():
+            if not kid or "." in kid:
+                raise ValueError(f"invalid key id {kid!r} (non-empty, no dots)")
+            if len(key) < 16:
+                raise ValueError(f"key {kid!r} is shorter than 16 bytes")
+        self._keys = dict(keys)
+        self._current = current if current is not None else next(iter(self._keys))
+        if self._current not in self._keys:
+            raise ValueError(f"current key id {self._current!r} is not in the ring")
+        self.ephemeral = ephemeral
+
+    @classmethod
+    def generate(cls) -> KeyRing:
+        """A random per-process key: only correct when exactly one process serves the endpoint."""
+        return cls({"local": os.urandom(32)}, ephemeral=True)
+
+    @classmethod
+    def from_config(cls, spec: str) -> KeyRing:
+        """Parse ``kid:secret[,kid:secret...]``; the first entry seals. Secrets are base64 (url-safe or
+        standard) or, failing that, taken as UTF-8 text of at least 16 bytes."""
+        keys: dict[str, bytes] = {}
+        for part in spec.split(","):
+            part = part.strip()
+            if not part:
+                continue
+            kid, sep, secret = part.partition(":")
+            if not sep:
+                raise ValueError("each key must be written kid:secret")
+            keys[kid.strip()] = _decode_secret(secret.strip())
+        return cls(keys)
+
+    @property
+    def current(self) -> str:
+        return self._current
+
+    def key(self, kid: str) -> bytes | None:
+        return self._keys.get(kid)
+
+
+def _decode_secret(secret: str) -> bytes:
+    for decoder in (base64.urlsafe_b64decode, base64.b64decode):
+        try:
+            raw = decoder(secret + "=" * (-len(secret) % 4))
+        except ValueError:
+            continue
+        if len(raw) >= 16:
+            return raw
+    return secret.encode("utf-8")
+
+
+def params_digest(method: str, params: Mapping[str, Any]) -> str:
+    """Digest of the request identity: method plus the original params (MRTR fields excluded)."""
+    core = {k: v for k, v in params.items() if k not in MRTR_PARAMS}
+    blob = method.encode() + b"\n" + orjson.dumps(core, option=orjson.OPT_SORT_KEYS)
+    return _b64e(hashlib.sha256(blob).digest()[:18])
+
+
+@dataclass(slots=True)
+class StateContext:
+    """What a sealed state is bound to."""
+
+    principal: str
+    method: str
+    digest: str
+
+
+def seal(ring: KeyRing, ctx: StateContext, payload: Any, ttl_s: float, now: float | None = None) -> str:
+    exp = int((time.time() if now is None else now) + ttl_s)
+    body = orjson.dumps({"p": ctx.principal, "m": ctx.method, "d": ctx.digest, "e": exp, "v": payload})
+    kid = ring.current
+    head = f"{_VERSION}.{kid}.{_b64e(body)}"
+    key = ring.key(kid)
+    assert key is not None
+    tag = hmac.new(key, head.encode("ascii"), hashlib.sha256).digest()
+    return f"{head}.{_b64e(tag)}"
+
+
+def open_state(ring: KeyRing, ctx: StateContext, state: Any, now: float | None = None) -> Any:
+    """Verify and return the payload; any failure is -32602 with a reason the caller can log."""
+    if not isinstance(state, str):
+        raise invalid_params("requestState must be a string")
+    parts = state.split(".")
+    if len(parts) != 4 or parts[0] != _VERSION:
+        raise invalid_params("requestState is not valid")
+    _, kid, body_b64, tag_b64 = parts
+    key = ring.key(kid)
+    if key is None:
+        raise invalid_params("requestState was sealed with an unknown key")
+    head = f"{_VERSION}.{kid}.{body_b64}"
+    expected = hmac.new(key, head.encode("ascii"), hashlib.sha256).digest()
+    try:
+        tag = _b64d(tag_b64)
+        body = orjson.loads(_b64d(body_b64))
+    except (ValueError, orjson.JSONDecodeError):
+        raise invalid_params("requestState is not valid") from None
+    if not hmac.compare_digest(tag, expected):
+        raise invalid_params("requestState failed verification")
+    if not isinstance(body, dict):
+        raise invalid_params("requestState is not valid")
+    if body.get("e", 0) < (time.time() if now is None else now):
+        raise invalid_params("requestState has expired; start the request again without it")
+    if body.get("m") != ctx.method or body.get("d") != ctx.digest:
+        raise invalid_params("requestState belongs to a different request")
+    if body.get("p") != ctx.principal:
+        raise invalid_params("requestState belongs to a different principal")
+    return body.get("v")
+
+
+def check_input_responses(value: Any) -> dict[str, Any]:
+    """`inputResponses` must be an object of objects (unknown keys are ignored later, not here)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise McpError(-32602, "inputResponses must be an object keyed by the inputRequests keys")
+    for k, v in value.items():
+        if not isinstance(v, dict):
+            raise McpError(-32602, f"inputResponses[{k!r}] must be an object")
+    return value

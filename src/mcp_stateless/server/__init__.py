@@ -1,0 +1,1 @@
+"""The server framework: `App`, `Context`, registries, results and listen events."""

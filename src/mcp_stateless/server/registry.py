@@ -1,0 +1,222 @@
+"""What an application registers: tools, prompts, resources, templates, completions.
+
+Each registration is compiled once (schemas, validators, header annotations) so that a request only
+looks things up.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..protocol.caching import CacheHint
+from ..protocol.headers import ParamHeader, param_headers
+from .context import Context
+from .schema import InputBinding, OutputBinding, input_binding, output_binding
+from .templates import UriTemplate
+
+Handler = Callable[..., Any]
+
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+
+
+def _check_tool_name(name: str) -> None:
+    if not 1 <= len(name) <= 128 or not set(name) <= _NAME_CHARS:
+        raise ValueError(f"tool name {name!r} must be 1-128 characters of [A-Za-z0-9_.-]")
+
+
+def _doc(fn: Handler) -> str | None:
+    doc = inspect.getdoc(fn)
+    return doc.strip() if doc else None
+
+
+def _is_async(fn: Handler) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+
+
+def _put(d: dict[str, Any], key: str, value: Any) -> None:
+    if value is not None:
+        d[key] = value
+
+
+@dataclass(slots=True)
+class Tool:
+    name: str
+    fn: Handler
+    input: InputBinding
+    output: OutputBinding
+    description: str | None = None
+    title: str | None = None
+    annotations: dict[str, Any] | None = None
+    icons: list[dict[str, Any]] | None = None
+    meta: dict[str, Any] | None = None
+    headers: tuple[ParamHeader, ...] = ()
+    is_async: bool = False
+    descriptor: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls,
+        fn: Handler,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        title: str | None = None,
+        input_schema: Mapping[str, Any] | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: Mapping[str, Any] | None = None,
+        injectable: tuple[type, ...] = (Context,),
+    ) -> Tool:
+        tool_name = name or fn.__name__
+        _check_tool_name(tool_name)
+        inp = input_binding(fn, verbatim=input_schema, injectable=injectable)
+        out = output_binding(fn, verbatim=output_schema)
+        try:
+            headers = param_headers(inp.schema)
+        except ValueError as e:
+            raise ValueError(f"tool {tool_name!r}: {e}") from None
+        tool = cls(
+            tool_name,
+            fn,
+            inp,
+            out,
+            description if description is not None else _doc(fn),
+            title,
+            dict(annotations) if annotations else None,
+            icons,
+            dict(meta) if meta else None,
+            headers,
+            _is_async(fn),
+        )
+        d: dict[str, Any] = {"name": tool_name}
+        _put(d, "title", title)
+        _put(d, "description", tool.description)
+        d["inputSchema"] = inp.schema
+        _put(d, "outputSchema", out.schema)
+        _put(d, "annotations", tool.annotations)
+        _put(d, "icons", icons)
+        _put(d, "_meta", tool.meta)
+        tool.descriptor = d
+        return tool
+
+
+@dataclass(slots=True)
+class PromptArgument:
+    name: str
+    description: str | None = None
+    required: bool = True
+    title: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"name": self.name}
+        _put(d, "title", self.title)
+        _put(d, "description", self.description)
+        d["required"] = self.required
+        return d
+
+
+@dataclass(slots=True)
+class Prompt:
+    name: str
+    fn: Handler
+    arguments: list[PromptArgument]
+    injected: dict[str, type]
+    description: str | None = None
+    title: str | None = None
+    icons: list[dict[str, Any]] | None = None
+    is_async: bool = False
+    descriptor: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls,
+        fn: Handler,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        title: str | None = None,
+        arguments: list[PromptArgument] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        injectable: tuple[type, ...] = (Context,),
+    ) -> Prompt:
+        binding = input_binding(fn, injectable=injectable)
+        if arguments is None:
+            required = set(binding.schema.get("required", ()))
+            props: dict[str, Any] = binding.schema.get("properties", {})
+            arguments = [
+                PromptArgument(n, p.get("description"), n in required, None) for n, p in props.items()
+            ]
+        p = cls(
+            name or fn.__name__,
+            fn,
+            arguments,
+            binding.injected,
+            description if description is not None else _doc(fn),
+            title,
+            icons,
+            _is_async(fn),
+        )
+        d: dict[str, Any] = {"name": p.name}
+        _put(d, "title", title)
+        _put(d, "description", p.description)
+        if arguments:
+            d["arguments"] = [a.to_wire() for a in arguments]
+        _put(d, "icons", icons)
+        p.descriptor = d
+        return p
+
+
+@dataclass(slots=True)
+class Resource:
+    uri: str
+    name: str
+    fn: Handler
+    injected: dict[str, type]
+    description: str | None = None
+    title: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+    annotations: dict[str, Any] | None = None
+    cache: CacheHint | None = None
+    is_async: bool = False
+    descriptor: dict[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"uri": self.uri, "name": self.name}
+        _put(d, "title", self.title)
+        _put(d, "description", self.description)
+        _put(d, "mimeType", self.mime_type)
+        _put(d, "size", self.size)
+        _put(d, "annotations", self.annotations)
+        return d
+
+
+@dataclass(slots=True)
+class ResourceTemplate:
+    template: UriTemplate
+    name: str
+    fn: Handler
+    injected: dict[str, type]
+    description: str | None = None
+    title: str | None = None
+    mime_type: str | None = None
+    annotations: dict[str, Any] | None = None
+    cache: CacheHint | None = None
+    is_async: bool = False
+    descriptor: dict[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"uriTemplate": self.template.template, "name": self.name}
+        _put(d, "title", self.title)
+        _put(d, "description", self.description)
+        _put(d, "mimeType", self.mime_type)
+        _put(d, "annotations", self.annotations)
+        return d
+
+
+def injected_params(fn: Handler, injectable: tuple[type, ...] = (Context,)) -> dict[str, type]:
+    return input_binding(fn, injectable=injectable).injected

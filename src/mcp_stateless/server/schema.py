@@ -1,0 +1,176 @@
+"""JSON Schema (2020-12) for handlers: derived from type hints through pydantic, or given verbatim.
+
+A verbatim schema is kept exactly as written (`$defs`, `$ref`, `allOf`, `if/then/else`, …) and
+validated with `jsonschema`; network `$ref`s are never fetched (no retriever is registered).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any, get_type_hints
+
+import jsonschema
+import pydantic
+from jsonschema.exceptions import ValidationError as JsonSchemaValidationError
+from referencing.exceptions import Unresolvable
+
+EMPTY_OBJECT_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": False}
+
+
+class ArgumentError(Exception):
+    """Arguments did not match the input schema: reported to the model as an `isError` result."""
+
+
+def _strip_title(schema: dict[str, Any]) -> dict[str, Any]:
+    schema.pop("title", None)
+    return schema
+
+
+def compile_validator(schema: Mapping[str, Any]) -> Callable[[Any], None]:
+    """A function that raises ArgumentError when `value` does not validate against `schema`."""
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls.check_schema(schema)
+    validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+    def validate(value: Any) -> None:
+        try:
+            err = jsonschema.exceptions.best_match(validator.iter_errors(value))
+        except Unresolvable as e:
+            raise ArgumentError(f"schema reference cannot be resolved: {e}") from None
+        if err is not None:
+            raise ArgumentError(_describe(err))
+
+    return validate
+
+
+def _describe(err: JsonSchemaValidationError) -> str:
+    where = "/".join(str(p) for p in err.absolute_path)
+    return f"{where}: {err.message}" if where else err.message
+
+
+def _describe_pydantic(exc: pydantic.ValidationError) -> str:
+    parts = []
+    for e in exc.errors(include_url=False):
+        loc = ".".join(str(p) for p in e["loc"])
+        parts.append(f"{loc}: {e['msg']}" if loc else e["msg"])
+    return "; ".join(parts)
+
+
+@dataclasses.dataclass(slots=True)
+class InputBinding:
+    """How `arguments` become keyword arguments of the handler."""
+
+    schema: dict[str, Any]
+    bind: Callable[[Mapping[str, Any]], dict[str, Any]]
+    injected: dict[str, type]  # parameter name -> injected type (Context, handles…)
+
+
+def input_binding(
+    fn: Callable[..., Any],
+    *,
+    verbatim: Mapping[str, Any] | None = None,
+    injectable: tuple[type, ...] = (),
+) -> InputBinding:
+    sig = inspect.signature(fn)
+    hints = get_type_hints(fn, include_extras=True)
+    injected: dict[str, type] = {}
+    fields: dict[str, Any] = {}
+    accepts_kwargs = False
+    for name, p in sig.parameters.items():
+        if p.kind is inspect.Parameter.VAR_KEYWORD:
+            accepts_kwargs = True
+            continue
+        if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.POSITIONAL_ONLY):
+            raise TypeError(f"{fn.__qualname__}: parameter {name!r} must be passable by keyword")
+        ann = hints.get(name, Any)
+        inj = next((t for t in injectable if isinstance(ann, type) and issubclass(ann, t)), None)
+        if inj is not None:
+            injected[name] = ann
+            continue
+        default = ... if p.default is inspect.Parameter.empty else p.default
+        fields[name] = (ann, default)
+
+    if verbatim is not None:
+        schema = dict(verbatim)
+        check = compile_validator(schema)
+        names = set(fields)
+
+        def bind_verbatim(arguments: Mapping[str, Any]) -> dict[str, Any]:
+            check(dict(arguments))
+            if accepts_kwargs:
+                return dict(arguments)
+            return {k: v for k, v in arguments.items() if k in names}
+
+        return InputBinding(schema, bind_verbatim, injected)
+
+    if not fields:
+
+        def bind_none(arguments: Mapping[str, Any]) -> dict[str, Any]:
+            return {}
+
+        return InputBinding(dict(EMPTY_OBJECT_SCHEMA), bind_none, injected)
+
+    model = pydantic.create_model(  # type: ignore[call-overload]
+        f"{fn.__name__}_arguments", __config__=pydantic.ConfigDict(arbitrary_types_allowed=True), **fields
+    )
+    schema = _strip_title(model.model_json_schema())
+    names_t = tuple(fields)
+
+    def bind_model(arguments: Mapping[str, Any]) -> dict[str, Any]:
+        try:
+            m = model.model_validate(arguments)
+        except pydantic.ValidationError as e:
+            raise ArgumentError(_describe_pydantic(e)) from None
+        return {n: getattr(m, n) for n in names_t}
+
+    return InputBinding(schema, bind_model, injected)
+
+
+_PRIMITIVES = (str, int, float, bool, bytes, type(None))
+
+
+@dataclasses.dataclass(slots=True)
+class OutputBinding:
+    """The declared output schema and how a return value becomes `structuredContent`."""
+
+    schema: dict[str, Any] | None
+    to_structured: Callable[[Any], Any] | None  # None: the value is not structured output
+    check: Callable[[Any], None] | None
+    wrapped: bool  # the value sits under {"result": …} because the schema is not an object
+
+
+def output_binding(fn: Callable[..., Any], *, verbatim: Mapping[str, Any] | None = None) -> OutputBinding:
+    if verbatim is not None:
+        schema = dict(verbatim)
+        return OutputBinding(schema, _dump_json, compile_validator(schema), False)
+    ann = get_type_hints(fn, include_extras=True).get("return", inspect.Signature.empty)
+    if ann is inspect.Signature.empty or ann is Any or ann in _PRIMITIVES:
+        return OutputBinding(None, None, None, False)
+    origin = typing.get_origin(ann)
+    if origin in (list, tuple, set, typing.Union) or ann in (list, dict):
+        return OutputBinding(None, None, None, False)
+    structured = (
+        (isinstance(ann, type) and (issubclass(ann, pydantic.BaseModel) or dataclasses.is_dataclass(ann)))
+        or typing.is_typeddict(ann)
+        or origin is dict
+    )
+    if not structured:
+        return OutputBinding(None, None, None, False)
+    adapter: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(ann)
+    schema = _strip_title(adapter.json_schema(mode="serialization"))
+
+    def dump(value: Any) -> Any:
+        return adapter.dump_python(value, mode="json")
+
+    return OutputBinding(schema, dump, None, False)
+
+
+def _dump_json(value: Any) -> Any:
+    if isinstance(value, pydantic.BaseModel):
+        return value.model_dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return value

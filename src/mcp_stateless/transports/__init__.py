@@ -1,0 +1,1 @@
+"""Transport adapters around the core: Streamable HTTP (ASGI) and stdio."""

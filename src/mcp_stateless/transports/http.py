@@ -1,0 +1,308 @@
+"""Streamable HTTP (2026-07-28) as a plain ASGI application.
+
+It moves bytes and cancellation only: every rule (envelope, headers, versions, errors) comes from the
+sans-IO core, every answer from `App`. A response is JSON unless the handler emits a notification
+(progress, log) before finishing, in which case it becomes an SSE stream; `subscriptions/listen` is
+always SSE. A client disconnect cancels the handler and nothing more is written for that request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import orjson
+
+from ..protocol import envelope, errors, sse
+from ..protocol.envelope import Notification, Rejection, Request
+from ..protocol.errors import McpError
+from ..protocol.security import OriginPolicy
+from ..server.app import App
+
+log = logging.getLogger("mcp_stateless.http")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+DEFAULT_MAX_BODY = 4 * 1024 * 1024
+
+_JSON_HEADERS = [(b"content-type", b"application/json")]
+_LOOPBACK_ADDRS = frozenset({"127.0.0.1", "::1", "localhost"})
+
+
+def _json(msg: Any) -> bytes:
+    try:
+        return orjson.dumps(msg)
+    except TypeError:
+        log.exception("a result could not be encoded as JSON")
+        err = McpError(errors.INTERNAL_ERROR, "Internal error: the result is not JSON-serialisable")
+        return orjson.dumps(errors.error_response(msg.get("id") if isinstance(msg, dict) else None, err))
+
+
+class _Outbox:
+    """Collects request-scoped notifications and wakes the response writer."""
+
+    __slots__ = ("enabled", "pending", "wake")
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.pending: list[dict[str, Any]] = []
+        self.wake: asyncio.Event | None = None
+
+    def emit(self, message: dict[str, Any]) -> None:
+        if not self.enabled:
+            return
+        self.pending.append(message)
+        if self.wake is not None:
+            self.wake.set()
+
+
+class HttpTransport:
+    """ASGI app serving one MCP endpoint.
+
+    `path`: the endpoint path (None accepts any path, e.g. when mounted under a router).
+    `origin_policy`: Host/Origin validation; the default protects loopback binds and allows the rest,
+    so a public deployment must pass its own policy (`OriginPolicy(allowed_hosts=…)`).
+    """
+
+    def __init__(
+        self,
+        app: App,
+        *,
+        path: str | None = "/mcp",
+        origin_policy: OriginPolicy | None = None,
+        max_body: int = DEFAULT_MAX_BODY,
+    ) -> None:
+        self.app = app
+        self.path = path
+        self.origin_policy = origin_policy
+        self._loopback_policy = OriginPolicy.loopback()
+        self.max_body = max_body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            await self._http(scope, receive, send)
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            msg = await receive()
+            if msg["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif msg["type"] == "lifespan.shutdown":
+                await self.app.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    def _policy(self, scope: Scope) -> OriginPolicy | None:
+        if self.origin_policy is not None:
+            return self.origin_policy
+        server = scope.get("server")
+        if server and server[0] in _LOOPBACK_ADDRS:
+            return self._loopback_policy
+        return None
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.path is not None:
+            path = scope.get("path", "")
+            root = scope.get("root_path", "")
+            if root and path.startswith(root):
+                path = path[len(root) :] or "/"
+            if path.rstrip("/") != self.path.rstrip("/"):
+                await _plain(send, 404, b"Not Found")
+                return
+        headers: dict[str, str] = {}
+        for k, v in scope["headers"]:
+            headers[k.decode("latin-1")] = v.decode("latin-1")
+
+        policy = self._policy(scope)
+        if policy is not None:
+            why = policy.check(headers.get("host"), headers.get("origin"))
+            if why is not None:
+                await _error(send, 403, None, McpError(errors.INVALID_REQUEST, why))
+                return
+
+        method = scope["method"]
+        if method != "POST":
+            await send({"type": "http.response.start", "status": 405,
+                        "headers": [(b"allow", b"POST"), (b"content-type", b"application/json")]})
+            body = errors.error_response(None, McpError(errors.INVALID_REQUEST, f"{method} is not allowed: POST only"))
+            await send({"type": "http.response.body", "body": orjson.dumps(body)})
+            return
+
+        ctype = headers.get("content-type")
+        if ctype is not None and ctype.split(";", 1)[0].strip().lower() != "application/json":
+            await _error(send, 415, None, McpError(errors.INVALID_REQUEST, "Content-Type must be application/json"))
+            return
+        accept = headers.get("accept", "*/*").lower()
+        wildcard = "*/*" in accept
+        can_json = wildcard or "application/json" in accept or "application/*" in accept
+        can_sse = wildcard or "text/event-stream" in accept or "text/*" in accept
+        if not (can_json or can_sse):
+            await _error(send, 406, None, McpError(
+                errors.INVALID_REQUEST, "Accept must list application/json and text/event-stream"))
+            return
+
+        body = await self._read_body(scope, headers, receive, send)
+        if body is None:
+            return
+        try:
+            message = envelope.parse(body)
+        except McpError as e:
+            await _error(send, 400, None, e)
+            return
+        decision = envelope.classify(message, headers, self.app.table, self.app.supported_versions)
+        if isinstance(decision, Rejection):
+            await _send_json(send, decision.status, decision.body())
+            return
+        if isinstance(decision, Notification):
+            # Cancellation on HTTP is closing the stream; nothing else is defined for notifications.
+            await send({"type": "http.response.start", "status": 202, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        principal = self.app.resolve_principal(headers)
+        if decision.method == "subscriptions/listen":
+            if not can_sse:
+                await _error(send, 406, decision.id, McpError(
+                    errors.INVALID_REQUEST, "subscriptions/listen needs Accept: text/event-stream"))
+                return
+            await self._listen(decision, receive, send)
+            return
+        await self._request(decision, principal, can_json, can_sse, receive, send)
+
+    async def _read_body(self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send) -> bytes | None:
+        length = headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > self.max_body:
+            await _error(send, 413, None, McpError(errors.INVALID_REQUEST,
+                                                   f"Request body exceeds {self.max_body} bytes"))
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            msg = await receive()
+            if msg["type"] == "http.disconnect":
+                return None
+            chunk = msg.get("body", b"")
+            if chunk:
+                size += len(chunk)
+                if size > self.max_body:
+                    await _error(send, 413, None, McpError(errors.INVALID_REQUEST,
+                                                           f"Request body exceeds {self.max_body} bytes"))
+                    return None
+                chunks.append(chunk)
+            if not msg.get("more_body", False):
+                break
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    async def _request(
+        self, req: Request, principal: str, can_json: bool, can_sse: bool, receive: Receive, send: Send
+    ) -> None:
+        outbox = _Outbox(enabled=can_sse)
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(self.app.handle(req, principal, outbox))
+        disconnect = loop.create_task(_wait_disconnect(receive))
+        streaming = not can_json
+        started = False
+        try:
+            while True:
+                if not outbox.pending and not task.done():
+                    outbox.wake = asyncio.Event()
+                    waker = loop.create_task(outbox.wake.wait())
+                    await asyncio.wait((task, disconnect, waker), return_when=asyncio.FIRST_COMPLETED)
+                    waker.cancel()
+                    outbox.wake = None
+                if disconnect.done():
+                    task.cancel()
+                    return
+                if outbox.pending:
+                    if not started:
+                        streaming = True
+                        started = True
+                        await send({"type": "http.response.start", "status": 200, "headers": sse.HEADERS})
+                    frames = b"".join(sse.event(_json(m)) for m in outbox.pending)
+                    outbox.pending.clear()
+                    await send({"type": "http.response.body", "body": frames, "more_body": True})
+                if task.done():
+                    break
+            response = task.result()
+            outbox.enabled = False
+            data = _json(response)
+            if streaming:
+                if not started:
+                    await send({"type": "http.response.start", "status": 200, "headers": sse.HEADERS})
+                await send({"type": "http.response.body", "body": sse.event(data)})
+            else:
+                status = errors.http_status_for(response["error"]["code"]) if "error" in response else 200
+                await send({"type": "http.response.start", "status": status, "headers": _JSON_HEADERS})
+                await send({"type": "http.response.body", "body": data})
+        finally:
+            if not task.done():
+                task.cancel()
+            disconnect.cancel()
+
+    async def _listen(self, req: Request, receive: Receive, send: Send) -> None:
+        try:
+            stream = self.app.listen(req)
+            first = await stream.__anext__()
+        except McpError as e:
+            await _error(send, errors.http_status_for(e.code), req.id, e)
+            return
+        loop = asyncio.get_running_loop()
+        disconnect = loop.create_task(_wait_disconnect(receive))
+        await send({"type": "http.response.start", "status": 200, "headers": sse.HEADERS})
+        await send({"type": "http.response.body", "body": sse.event(_json(first)), "more_body": True})
+        try:
+            while True:
+                nxt = loop.create_task(stream.__anext__())  # type: ignore[arg-type]
+                await asyncio.wait((nxt, disconnect), return_when=asyncio.FIRST_COMPLETED)
+                if disconnect.done():
+                    nxt.cancel()
+                    return
+                try:
+                    msg = nxt.result()
+                except StopAsyncIteration:
+                    await send({"type": "http.response.body", "body": b""})
+                    return
+                if msg is None:
+                    await send({"type": "http.response.body", "body": sse.KEEPALIVE, "more_body": True})
+                elif "id" in msg:  # the final listen result ends the stream
+                    await send({"type": "http.response.body", "body": sse.event(_json(msg))})
+                    return
+                else:
+                    await send({"type": "http.response.body", "body": sse.event(_json(msg)), "more_body": True})
+        except OSError:
+            return
+        finally:
+            disconnect.cancel()
+            await stream.aclose()
+
+
+async def _wait_disconnect(receive: Receive) -> None:
+    while True:
+        msg = await receive()
+        if msg["type"] == "http.disconnect":
+            return
+
+
+async def _send_json(send: Send, status: int, body: Any) -> None:
+    if body is None:
+        await send({"type": "http.response.start", "status": status, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+        return
+    await send({"type": "http.response.start", "status": status, "headers": _JSON_HEADERS})
+    await send({"type": "http.response.body", "body": orjson.dumps(body)})
+
+
+async def _error(send: Send, status: int, id_: Any, err: McpError) -> None:
+    await _send_json(send, status, errors.error_response(id_, err))
+
+
+async def _plain(send: Send, status: int, body: bytes) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": body})

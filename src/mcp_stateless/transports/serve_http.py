@@ -1,0 +1,104 @@
+"""Running the HTTP transport under uvicorn, one process or several workers on one socket.
+
+The fastest stack installed is used (httptools + uvloop when present). On shutdown every open listen
+stream first gets its final result, then uvicorn drains connections.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import os
+import sys
+from typing import Any
+
+import uvicorn
+
+from ..server.app import App
+from .http import HttpTransport
+
+SETTINGS_ENV = "MCP_STATELESS_SERVE"
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    app_spec: str
+    host: str
+    port: int
+    path: str = "/mcp"
+    workers: int = 1
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    max_body: int = 4 * 1024 * 1024
+    log_level: str = "info"
+
+
+_transports: list[HttpTransport] = []
+
+
+def build_transport(settings: Settings, app: App) -> HttpTransport:
+    from ..cli import origin_policy
+
+    policy = origin_policy(settings.host, list(settings.allowed_hosts), list(settings.allowed_origins))
+    transport = HttpTransport(app, path=settings.path, origin_policy=policy, max_body=settings.max_body)
+    _transports.append(transport)
+    return transport
+
+
+def worker_app() -> HttpTransport:
+    """uvicorn factory run inside each worker process."""
+    from ..cli import configure_keys, load_app
+
+    raw = json.loads(os.environ[SETTINGS_ENV])
+    raw["allowed_hosts"] = tuple(raw["allowed_hosts"])
+    raw["allowed_origins"] = tuple(raw["allowed_origins"])
+    settings = Settings(**raw)
+    app = load_app(settings.app_spec)
+    configure_keys(app, settings.workers)
+    return build_transport(settings, app)
+
+
+class _Server(uvicorn.Server):
+    async def shutdown(self, sockets: Any = None) -> None:
+        for t in _transports:
+            await t.app.aclose()
+        await super().shutdown(sockets)
+
+
+def _stack() -> dict[str, str]:
+    have = importlib.util.find_spec
+    return {
+        "http": "httptools" if have("httptools") else "h11",
+        "loop": "uvloop" if have("uvloop") else "asyncio",
+    }
+
+
+def run(settings: Settings, app: App) -> int:
+    common: dict[str, Any] = {
+        "host": settings.host,
+        "port": settings.port,
+        "log_level": settings.log_level,
+        "access_log": False,
+        "lifespan": "on",
+        "timeout_graceful_shutdown": 5,
+        "server_header": False,
+        **_stack(),
+    }
+    if settings.workers == 1:
+        config = uvicorn.Config(build_transport(settings, app), **common)
+        _Server(config).run()
+        return 0
+    from uvicorn.supervisors import Multiprocess
+
+    os.environ[SETTINGS_ENV] = json.dumps(dataclasses.asdict(settings))
+    config = uvicorn.Config(
+        "mcp_stateless.transports.serve_http:worker_app", factory=True, workers=settings.workers, **common
+    )
+    sock = config.bind_socket()
+    Multiprocess(config, target=_Server(config).run, sockets=[sock]).run()
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(0)

@@ -1,0 +1,183 @@
+"""stdio (2026-07-28): newline-delimited JSON on stdin/stdout, many requests in flight.
+
+The process is a delivery channel, not a conversation: each line is classified on its own by the same
+sans-IO core as HTTP, requests run concurrently and are answered as each finishes, and
+`notifications/cancelled` stops the named request (nothing more is written for it). Only MCP messages
+reach the real stdout: file descriptor 1 is pointed at stderr, so a stray `print()` cannot corrupt it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import sys
+from typing import Any
+
+import orjson
+
+from ..protocol import envelope, errors
+from ..protocol.envelope import Notification, Rejection, Request
+from ..protocol.errors import McpError
+from ..server.app import App
+
+log = logging.getLogger("mcp_stateless.stdio")
+
+MAX_LINE = 64 * 1024 * 1024
+
+
+class _LineOutbox:
+    __slots__ = ("live", "server")
+
+    def __init__(self, server: StdioServer) -> None:
+        self.server = server
+        self.live = True
+
+    def emit(self, message: dict[str, Any]) -> None:
+        if self.live:
+            self.server.write(message)
+
+
+class StdioServer:
+    """Serves one app over a pair of byte streams (stdin/stdout of this process by default)."""
+
+    def __init__(self, app: App, *, drain_timeout: float = 1.0) -> None:
+        self.app = app
+        self.drain_timeout = drain_timeout
+        self._out: asyncio.WriteTransport | None = None
+        self._out_fd: int | None = None
+        self._inflight: dict[Any, tuple[asyncio.Task[None], _LineOutbox | None]] = {}
+        self._principal = app.resolve_principal(None)
+
+    # -- output ---------------------------------------------------------------------
+    def write(self, message: Any) -> None:
+        try:
+            line = orjson.dumps(message) + b"\n"
+        except TypeError:
+            log.exception("message could not be encoded")
+            mid = message.get("id") if isinstance(message, dict) else None
+            line = orjson.dumps(errors.error_response(mid, McpError(errors.INTERNAL_ERROR, "Internal error"))) + b"\n"
+        if self._out is not None:
+            self._out.write(line)
+        elif self._out_fd is not None:
+            os.write(self._out_fd, line)
+
+    # -- input ----------------------------------------------------------------------
+    def handle_line(self, line: bytes) -> None:
+        line = line.strip()
+        if not line:
+            return
+        try:
+            message = envelope.parse(line)
+        except McpError as e:
+            self.write(errors.error_response(None, e))
+            return
+        decision = envelope.classify(message, None, self.app.table, self.app.supported_versions)
+        if isinstance(decision, Rejection):
+            body = decision.body()
+            if body is not None:
+                self.write(body)
+            return
+        if isinstance(decision, Notification):
+            self._notification(decision)
+            return
+        if decision.id in self._inflight:
+            self.write(errors.error_response(decision.id, McpError(
+                errors.INVALID_REQUEST, f"request id {decision.id!r} is already in flight")))
+            return
+        if decision.method == "subscriptions/listen":
+            task = asyncio.get_running_loop().create_task(self._listen(decision))
+            self._inflight[decision.id] = (task, None)
+        else:
+            outbox = _LineOutbox(self)
+            task = asyncio.get_running_loop().create_task(self._request(decision, outbox))
+            self._inflight[decision.id] = (task, outbox)
+        task.add_done_callback(lambda _t, rid=decision.id: self._inflight.pop(rid, None))
+
+    def _notification(self, note: Notification) -> None:
+        if note.method != "notifications/cancelled":
+            return  # nothing else a client may send is defined for the modern era
+        rid = note.params.get("requestId")
+        if isinstance(rid, bool) or not isinstance(rid, str | int):
+            return
+        entry = self._inflight.pop(rid, None)
+        if entry is None:
+            return  # already answered or unknown: cancellations race with responses
+        task, outbox = entry
+        if outbox is not None:
+            outbox.live = False
+        task.cancel()
+
+    async def _request(self, req: Request, outbox: _LineOutbox) -> None:
+        response = await self.app.handle(req, self._principal, outbox)
+        if outbox.live and req.id in self._inflight:
+            outbox.live = False
+            self.write(response)
+
+    async def _listen(self, req: Request) -> None:
+        try:
+            async for msg in self.app.listen(req):
+                if msg is not None and req.id in self._inflight:
+                    self.write(msg)
+        except McpError as e:
+            self.write(errors.error_response(req.id, e))
+
+    async def serve(self, reader: asyncio.StreamReader) -> None:
+        while True:
+            try:
+                line = await reader.readline()
+            except ValueError:  # a line longer than the limit: skip to the next newline
+                self.write(errors.error_response(None, McpError(errors.INVALID_REQUEST, "Message too large")))
+                with contextlib.suppress(Exception):
+                    await reader.readuntil(b"\n")
+                continue
+            if not line:
+                break
+            self.handle_line(line)
+        await self.shutdown()
+
+    async def shutdown(self) -> None:
+        await self.app.aclose()
+        pending = [t for t, _ in self._inflight.values()]
+        if pending:
+            _done, still = await asyncio.wait(pending, timeout=self.drain_timeout)
+            for t in still:
+                t.cancel()
+            if still:
+                await asyncio.wait(still, timeout=0.5)
+
+
+def _protect_stdout() -> int:
+    """Keep the real stdout for MCP messages only; point fd 1 (and sys.stdout) at stderr."""
+    sys.stdout.flush()
+    proto_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return proto_fd
+
+
+async def _amain(app: App) -> None:
+    loop = asyncio.get_running_loop()
+    server = StdioServer(app)
+    out_fd = _protect_stdout()
+    reader = asyncio.StreamReader(limit=MAX_LINE)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
+    try:
+        transport, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(out_fd, "wb", buffering=0))
+        server._out = transport  # type: ignore[assignment]
+    except (OSError, ValueError):  # a regular file as stdout: plain writes
+        server._out_fd = out_fd
+    await server.serve(reader)
+    if server._out is not None:
+        server._out.close()
+
+
+def serve_stdio(app: App) -> int:
+    try:
+        import uvloop
+
+        uvloop.run(_amain(app))
+    except ImportError:
+        asyncio.run(_amain(app))
+    return 0
