@@ -263,6 +263,7 @@ class HttpTransport:
                 await asyncio.wait((nxt, disconnect), return_when=asyncio.FIRST_COMPLETED)
                 if disconnect.done():
                     nxt.cancel()
+                    await asyncio.wait((nxt,))  # let it unwind before aclose() below
                     return
                 try:
                     msg = nxt.result()
