@@ -73,5 +73,10 @@ def missing_capability(required: dict[str, Any], message: str | None = None) -> 
 
 
 def error_response(id_: Any, err: McpError) -> dict[str, Any]:
-    msg: dict[str, Any] = {"jsonrpc": "2.0", "id": id_, "error": err.to_error()}
+    """A JSON-RPC error; without a readable request id the `id` member is omitted (the 2026-07-28 schema
+    allows only a string or an integer there, never null)."""
+    msg: dict[str, Any] = {"jsonrpc": "2.0"}
+    if id_ is not None:
+        msg["id"] = id_
+    msg["error"] = err.to_error()
     return msg

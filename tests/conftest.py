@@ -1,0 +1,98 @@
+"""Shared fixtures. `served(app)` runs a real uvicorn server for an App on a free 127.0.0.1 port."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Coroutine, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+
+from mcp_stateless import App, HttpTransport
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Served:
+    """A running uvicorn server (in a thread of this process) for one App."""
+
+    def __init__(self, app: App, *, http: str = "h11", **transport_kw: Any) -> None:
+        self.app = app
+        self.transport = HttpTransport(app, **transport_kw)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port: int = self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        config = uvicorn.Config(
+            self.transport,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            http=http,
+            loop="asyncio",
+            timeout_graceful_shutdown=2,
+        )
+        self.server = uvicorn.Server(config)
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.thread = threading.Thread(target=self._run, name=f"uvicorn-{self.port}", daemon=True)
+
+    def _run(self) -> None:
+        async def main() -> None:
+            self.loop = asyncio.get_running_loop()
+            await self.server.serve(sockets=[self.sock])
+
+        asyncio.run(main())
+
+    def start(self) -> Served:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.01)
+        return self
+
+    def run(self, coro: Coroutine[Any, Any, Any], timeout: float = 5) -> Any:
+        """Run a coroutine on the server's event loop (e.g. `app.aclose()`, change notifications)."""
+        assert self.loop is not None
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+        self.sock.close()
+        assert not self.thread.is_alive(), "uvicorn did not stop"
+
+
+@pytest.fixture
+def served() -> Iterator[Callable[..., Served]]:
+    """Factory: `served(app, **HttpTransport kwargs)` starts a server; all are stopped after the test."""
+    running: list[Served] = []
+
+    def start(app: App, **kw: Any) -> Served:
+        s = Served(app, **kw).start()
+        running.append(s)
+        return s
+
+    yield start
+    for s in running:
+        s.stop()
+
+
+@pytest.fixture(scope="session")
+def conformance_app() -> App:
+    """examples/conformance_server.py:app, imported once."""
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        import conformance_server
+    finally:
+        sys.path.remove(str(ROOT / "examples"))
+    app: App = conformance_server.app
+    return app

@@ -1,0 +1,267 @@
+"""Shared test helpers: request builders, an in-process ASGI driver, SSE parsing and wire-schema checks.
+
+Every message the driver receives is validated against the official 2026-07-28 JSON schema
+(tests/fixtures/schema/2026-07-28.json), by the response type of the method that was called.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jsonschema
+import orjson
+from referencing import Registry, Resource
+
+from mcp_stateless import App, HttpTransport
+
+PV = "2026-07-28"
+SCHEMA_PATH = Path(__file__).parent / "fixtures" / "schema" / "2026-07-28.json"
+BASE_URL = "http://127.0.0.1:8000"
+ACCEPT_BOTH = "application/json, text/event-stream"
+
+# method -> the schema definition of its successful response
+RESPONSE_DEFS: dict[str, str] = {
+    "server/discover": "DiscoverResultResponse",
+    "tools/list": "ListToolsResultResponse",
+    "tools/call": "CallToolResultResponse",
+    "prompts/list": "ListPromptsResultResponse",
+    "prompts/get": "GetPromptResultResponse",
+    "resources/list": "ListResourcesResultResponse",
+    "resources/templates/list": "ListResourceTemplatesResultResponse",
+    "resources/read": "ReadResourceResultResponse",
+    "completion/complete": "CompleteResultResponse",
+    "subscriptions/listen": "SubscriptionsListenResultResponse",
+}
+# notification method -> its schema definition
+NOTIFICATION_DEFS: dict[str, str] = {
+    "notifications/progress": "ProgressNotification",
+    "notifications/message": "LoggingMessageNotification",
+    "notifications/tools/list_changed": "ToolListChangedNotification",
+    "notifications/prompts/list_changed": "PromptListChangedNotification",
+    "notifications/resources/list_changed": "ResourceListChangedNotification",
+    "notifications/resources/updated": "ResourceUpdatedNotification",
+    "notifications/subscriptions/acknowledged": "SubscriptionsAcknowledgedNotification",
+    "notifications/cancelled": "CancelledNotification",
+}
+
+
+@functools.cache
+def _schema() -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(SCHEMA_PATH.read_text())
+    return doc
+
+
+@functools.cache
+def _validator(definition: str) -> jsonschema.Draft202012Validator:
+    doc = _schema()
+    if definition not in doc["$defs"]:
+        raise KeyError(f"schema has no definition {definition}")
+    root = Resource.from_contents(doc)
+    registry: Registry[Any] = Registry().with_resource("urn:mcp-2026-07-28", root)
+    return jsonschema.Draft202012Validator(
+        {"$ref": f"urn:mcp-2026-07-28#/$defs/{definition}"}, registry=registry
+    )
+
+
+def validate_as(message: Any, definition: str) -> None:
+    errors = sorted(_validator(definition).iter_errors(message), key=lambda e: list(e.absolute_path))
+    if errors:
+        detail = "; ".join(f"{'/'.join(map(str, e.absolute_path))}: {e.message[:200]}" for e in errors[:5])
+        raise AssertionError(f"message is not a valid {definition}: {detail}\n{message!r}")
+
+
+def validate_message(message: Any, method: str | None = None) -> None:
+    """Validate one server-emitted message by kind (error / result of `method` / notification)."""
+    assert isinstance(message, dict), message
+    if "error" in message:
+        validate_as(message, "JSONRPCErrorResponse")
+        assert "result" not in message
+    elif "result" in message:
+        validate_as(message, RESPONSE_DEFS.get(method or "", "JSONRPCResultResponse"))
+        validate_as(message, "JSONRPCResultResponse")
+    else:
+        assert "id" not in message, "the server must not send requests"
+        validate_as(message, NOTIFICATION_DEFS[message["method"]])
+
+
+# --------------------------------------------------------------------------- builders
+def meta(caps: Mapping[str, Any] | None = None, version: str = PV, **extra: Any) -> dict[str, Any]:
+    m: dict[str, Any] = {
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientCapabilities": dict(caps or {}),
+    }
+    m.update(extra)
+    return m
+
+
+def rpc(
+    method: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    id: Any = 1,
+    caps: Mapping[str, Any] | None = None,
+    version: str = PV,
+    **meta_extra: Any,
+) -> dict[str, Any]:
+    p = dict(params or {})
+    p["_meta"] = meta(caps, version, **meta_extra)
+    return {"jsonrpc": "2.0", "id": id, "method": method, "params": p}
+
+
+NAME_KEYS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+
+def headers_for(message: Mapping[str, Any], **overrides: str | None) -> dict[str, str]:
+    """The HTTP headers a conforming client sends for `message`; overrides replace or (None) drop one."""
+    h = {"content-type": "application/json", "accept": ACCEPT_BOTH}
+    params = message.get("params") or {}
+    m = params.get("_meta") or {}
+    version = m.get("io.modelcontextprotocol/protocolVersion")
+    if isinstance(version, str):
+        h["mcp-protocol-version"] = version
+    if isinstance(message.get("method"), str):
+        h["mcp-method"] = message["method"]
+    key = NAME_KEYS.get(message.get("method", ""))
+    if key is not None and isinstance(params.get(key), str):
+        from mcp_stateless.protocol.headers import encode_header_value
+
+        h["mcp-name"] = encode_header_value(params[key])
+    for k, v in overrides.items():
+        name = k.replace("_", "-").lower()
+        if v is None:
+            h.pop(name, None)
+        else:
+            h[name] = v
+    return h
+
+
+# --------------------------------------------------------------------------- SSE
+def parse_sse(text: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """(JSON messages from `data:` fields, comment lines) of an SSE body."""
+    messages: list[dict[str, Any]] = []
+    comments: list[str] = []
+    data: list[str] = []
+    for line in text.split("\n"):
+        if line == "":
+            if data:
+                messages.append(json.loads("\n".join(data)))
+                data = []
+        elif line.startswith(":"):
+            comments.append(line)
+        elif line.startswith("data:"):
+            data.append(line[5:].lstrip(" "))
+        else:
+            field = line.split(":", 1)[0]
+            assert field in ("event",), f"unexpected SSE field {line!r} (no ids, no retry)"
+    assert not data, "SSE body ended inside an event"
+    return messages, comments
+
+
+# --------------------------------------------------------------------------- in-process driver
+class Reply:
+    """One HTTP exchange: status, headers, and the decoded JSON-RPC messages (validated)."""
+
+    def __init__(self, response: httpx.Response, method: str | None) -> None:
+        self.response = response
+        self.status = response.status_code
+        self.headers = response.headers
+        self.messages: list[dict[str, Any]] = []
+        self.comments: list[str] = []
+        ctype = response.headers.get("content-type", "")
+        self.sse = ctype.startswith("text/event-stream")
+        if self.sse:
+            self.messages, self.comments = parse_sse(response.text)
+        elif ctype.startswith("application/json") and response.content:
+            self.messages = [orjson.loads(response.content)]
+        for m in self.messages:
+            validate_message(m, method)
+
+    @property
+    def body(self) -> dict[str, Any]:
+        """The final JSON-RPC response (the last message)."""
+        assert self.messages, (
+            f"no JSON-RPC message in the reply (status {self.status}): {self.response.text!r}"
+        )
+        return self.messages[-1]
+
+    @property
+    def result(self) -> dict[str, Any]:
+        assert "result" in self.body, self.body
+        r: dict[str, Any] = self.body["result"]
+        return r
+
+    @property
+    def error(self) -> dict[str, Any]:
+        assert "error" in self.body, self.body
+        e: dict[str, Any] = self.body["error"]
+        return e
+
+    @property
+    def notifications(self) -> list[dict[str, Any]]:
+        return [m for m in self.messages if "id" not in m]
+
+
+class Driver:
+    """Drives an `App` (or an ASGI transport) in-process through httpx's ASGI transport."""
+
+    def __init__(self, app: App | HttpTransport, base_url: str = BASE_URL) -> None:
+        self.transport = app if isinstance(app, HttpTransport) else HttpTransport(app)
+        self.client = httpx.AsyncClient(transport=httpx.ASGITransport(self.transport), base_url=base_url)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    async def __aenter__(self) -> Driver:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def send(
+        self,
+        message: Any,
+        headers: Mapping[str, str] | None = None,
+        *,
+        raw: bytes | None = None,
+        http_method: str = "POST",
+        path: str = "/mcp",
+    ) -> Reply:
+        hdrs = (
+            dict(headers)
+            if headers is not None
+            else headers_for(message if isinstance(message, dict) else {})
+        )
+        content = raw if raw is not None else orjson.dumps(message)
+        r = await self.client.request(http_method, path, content=content, headers=hdrs)
+        method = message.get("method") if isinstance(message, dict) else None
+        return Reply(r, method if isinstance(method, str) else None)
+
+    async def call(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        id: Any = 1,
+        caps: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str | None] | None = None,
+        **meta_extra: Any,
+    ) -> Reply:
+        msg = rpc(method, params, id=id, caps=caps, **meta_extra)
+        return await self.send(msg, headers_for(msg, **(headers or {})))
+
+
+def text_of(result: Mapping[str, Any]) -> str:
+    """The text of a single-text-block CallToolResult."""
+    blocks = result["content"]
+    assert len(blocks) == 1 and blocks[0]["type"] == "text", blocks
+    t: str = blocks[0]["text"]
+    return t
+
+
+SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
+SUB_ID_KEY = "io.modelcontextprotocol/subscriptionId"
