@@ -11,12 +11,15 @@ import asyncio
 import json
 from typing import Any
 
-from mcp_stateless import App, Context, content, elicitation, roots, sampling
+from mcp_stateless import App, Context, McpError, TaskRuntime, ToolError, content, elicitation, roots, sampling
+from mcp_stateless.tasks.store import MemoryTaskStore
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
 WAV = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
 
-app = App("mcp-stateless-conformance", "0.1.0", instructions="Fixtures for the MCP conformance suite.")
+# Tasks live in memory here; `mcp-stateless serve --state sqlite:///…|redis://…` swaps in a durable store.
+app = App("mcp-stateless-conformance", "0.1.0", instructions="Fixtures for the MCP conformance suite.",
+          tasks=TaskRuntime(MemoryTaskStore()))
 
 NAME_FORM = {"type": "object", "properties": {"name": {"type": "string", "description": "Your name"}},
              "required": ["name"]}
@@ -324,3 +327,63 @@ def static_binary() -> dict[str, Any]:
               description="A resource template with an id parameter", mime_type="application/json")
 def template_data(id: str) -> str:  # noqa: A002
     return json.dumps({"id": id, "templateTest": True, "data": f"Data for ID: {id}"}, separators=(",", ":"))
+
+
+# --------------------------------------------------------------------------- Tasks extension
+@app.tool()
+def greet(name: str) -> str:
+    """Greets synchronously (never a task)"""
+    return f"Hello, {name}!"
+
+
+@app.tool(task="optional", retry_safe=True)
+async def slow_compute(seconds: float, ctx: Context, label: str = "compute") -> str:
+    """Computes for `seconds` seconds; runs as a task for clients that declare the tasks extension"""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max(0.0, seconds)
+    while loop.time() < deadline:
+        await asyncio.sleep(min(0.05, deadline - loop.time()))
+    return f"{label}: done after {seconds:g}s"
+
+
+@app.tool(task="required")
+async def failing_job() -> str:
+    """Fails with a tool error after about a second (only runs as a task)"""
+    await asyncio.sleep(1.0)
+    raise ToolError("The job failed: simulated tool error")
+
+
+@app.tool(task="optional")
+async def protocol_error_job() -> str:
+    """Fails with a JSON-RPC (protocol-level) error"""
+    await asyncio.sleep(0.1)
+    raise McpError(-32603, "Simulated protocol error in a task")
+
+
+@app.tool(task="optional")
+def confirm_delete(filename: str, ctx: Context) -> str:
+    """Asks for confirmation (the task parks in input_required), then deletes (pretend)"""
+    answer = ctx.elicit(f"Delete {filename}?", {"type": "object", "properties": {"confirm": {"type": "boolean"}},
+                                                "required": ["confirm"]}, key="confirm_delete")
+    confirmed = answer.accepted and bool((answer.content or {}).get("confirm"))
+    return f"Deleted {filename}" if confirmed else f"Kept {filename}"
+
+
+@app.tool(task="optional")
+def multi_input(ctx: Context) -> str:
+    """Asks two questions at once; a partial tasks/update keeps the task waiting for the other"""
+    got = ctx.ask({
+        "name": elicitation("What is your name?", NAME_FORM),
+        "confirm": elicitation("Proceed?", {"type": "object", "properties": {"confirm": {"type": "boolean"}},
+                                            "required": ["confirm"]}),
+    })
+    return f"name={(got['name'].content or {}).get('name')} confirm={(got['confirm'].content or {}).get('confirm')}"
+
+
+@app.tool(task="required", detach="manual")
+async def test_tool_with_task(ctx: Context) -> str:
+    """Asks the user's name synchronously (MRTR), then continues as a task"""
+    answer = ctx.elicit("What is your name?", NAME_FORM, key="user_name")
+    await ctx.detach()
+    await asyncio.sleep(0.2)
+    return f"Hello, {(answer.content or {}).get('name', '')}! (finished as a task)"

@@ -55,7 +55,7 @@ case "$mode" in
             tasks-required-task-error tasks-mrtr-composition; do
             if ! timeout 300 "$NODE" "$CLI" server --url "http://localhost:$port/mcp" --scenario "$s" \
                 -o "$OUT/tasks" "$@" >"$OUT/tasks-$s.log" 2>&1; then rc=1; fi
-            sed -n '/=== SUMMARY ===/,$p' "$OUT/tasks-$s.log" | grep -E '^[✓✗]' || tail -5 "$OUT/tasks-$s.log"
+            printf '%-32s %s\n' "$s" "$(grep -E '^Passed:' "$OUT/tasks-$s.log" || echo 'no result (see log)')"
         done
         exit $rc
         ;;

@@ -11,6 +11,7 @@ from .server.context import Context, ElicitResult, InputRequest, elicitation, ro
 from .server.events import ChangeEvent, EventBus, MemoryEventBus
 from .server.registry import PromptArgument
 from .server.results import ToolError, ToolResult, assistant, user
+from .tasks.runtime import TaskRuntime
 from .transports.http import HttpTransport
 
 __version__ = "0.1.0"
@@ -30,6 +31,7 @@ __all__ = [
     "MemoryEventBus",
     "OriginPolicy",
     "PromptArgument",
+    "TaskRuntime",
     "ToolError",
     "ToolResult",
     "__version__",

@@ -21,9 +21,20 @@ from ..protocol.errors import McpError
 from ..protocol.headers import ParamHeader
 from ..protocol.mrtr import MRTR_METHODS, KeyRing, StateContext, check_input_responses, open_state, params_digest, seal
 from ..protocol.versions import MODERN_VERSIONS
+from ..tasks.model import EXTENSION_ID as TASKS_EXTENSION
+from ..tasks.runtime import REQUIRED_CAPABILITY as TASKS_REQUIRED, TaskRuntime, declares_tasks
 from .context import Context, InputRequired, Outbox
 from .events import ChangeEvent, EventBus, MemoryEventBus, Subscription
-from .registry import Prompt, PromptArgument, Resource, ResourceTemplate, Tool, injected_params
+from .registry import (
+    DetachMode,
+    Prompt,
+    PromptArgument,
+    Resource,
+    ResourceTemplate,
+    TaskSupport,
+    Tool,
+    injected_params,
+)
 from .results import ToolError, error_result, prompt_result, resource_contents, tool_result
 from .schema import ArgumentError
 from .templates import UriTemplate
@@ -89,6 +100,7 @@ class App:
         mrtr_ttl_s: float = 600.0,
         listen_keepalive_s: float = 15.0,
         supported_versions: tuple[str, ...] = MODERN_VERSIONS,
+        tasks: TaskRuntime | None = None,
     ) -> None:
         self.name = name
         self.version = version
@@ -133,6 +145,15 @@ class App:
             "resources/read": self._resources_read,
             "completion/complete": self._complete,
         }
+        self.tasks: TaskRuntime | None = None
+        if tasks is not None:
+            self.enable_tasks(tasks)
+
+    def enable_tasks(self, runtime: TaskRuntime) -> None:
+        """Serve the Tasks extension (`io.modelcontextprotocol/tasks`) with tasks kept in `runtime.store`."""
+        runtime.attach(self)
+        self.tasks = runtime
+        self._extra_methods.update(runtime.methods())
 
     # ------------------------------------------------------------------ registration
     def tool(
@@ -146,8 +167,16 @@ class App:
         annotations: Mapping[str, Any] | None = None,
         icons: list[dict[str, Any]] | None = None,
         meta: Mapping[str, Any] | None = None,
+        task: TaskSupport = "forbidden",
+        detach: DetachMode = "start",
+        retry_safe: bool = False,
     ) -> Callable[[F], F]:
-        """Register a tool. The input schema comes from the signature unless `input_schema` is given."""
+        """Register a tool. The input schema comes from the signature unless `input_schema` is given.
+
+        `task="optional"` lets a client that declared the Tasks extension get a durable task (others get
+        the result synchronously); `task="required"` refuses clients without it (-32021). `retry_safe=True`
+        lets another instance re-run the task if the one running it dies (otherwise it is marked failed).
+        """
 
         def deco(fn: F) -> F:
             self.add_tool(
@@ -161,6 +190,9 @@ class App:
                     annotations=annotations,
                     icons=icons,
                     meta=meta,
+                    task=task,
+                    detach=detach,
+                    retry_safe=retry_safe,
                 )
             )
             return fn
@@ -271,6 +303,8 @@ class App:
         if self._completions:
             caps["completions"] = {}
         caps["logging"] = {}
+        if self.tasks is not None:
+            caps["extensions"] = {TASKS_EXTENSION: {}}
         return caps
 
     def _tool_headers(self, name: str) -> tuple[ParamHeader, ...] | None:
@@ -312,6 +346,14 @@ class App:
         self._closing = True
         for sub in tuple(self._listeners):
             sub.end()
+        if self.tasks is not None:
+            await self.tasks.aclose()
+
+    async def startup(self) -> None:
+        """Start background work (the task lease sweeper). Transports call it; it is also started lazily."""
+        self._closing = False
+        if self.tasks is not None:
+            self.tasks.ensure_started()
 
     # ------------------------------------------------------------------ dispatch
     def _hint(self, method: str) -> CacheHint:
@@ -417,6 +459,32 @@ class App:
             if issubclass(typ, Context):
                 kwargs[pname] = ctx
 
+    async def run_tool(self, tool: Tool, ctx: Context, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Run a tool and shape its outcome as a CallToolResult (without resultType).
+
+        Raises InputRequired (MRTR / task input), McpError (protocol failure) and CancelledError; every
+        other failure becomes an `isError` result the model can act on."""
+        try:
+            kwargs = tool.input.bind(arguments)
+        except ArgumentError as e:
+            return error_result(f"Invalid arguments for tool {tool.name}: {e}")
+        self._inject(tool.input.injected, ctx, kwargs)
+        try:
+            value = await self._invoke(tool.fn, tool.is_async, kwargs)
+        except asyncio.CancelledError:
+            ctx.cancelled = True
+            raise
+        except (McpError, InputRequired):
+            raise
+        except ToolError as e:
+            return error_result(str(e))
+        except ArgumentError as e:
+            return error_result(f"Invalid arguments for tool {tool.name}: {e}")
+        except Exception as e:
+            log.exception("tool %s failed", tool.name)
+            return error_result(f"Tool {tool.name} failed: {type(e).__name__}: {e}")
+        return tool_result(tool, value)
+
     async def _tools_call(self, req: Request, principal: str, outbox: Outbox | None) -> dict[str, Any]:
         params = req.params
         name = params.get("name")
@@ -430,27 +498,54 @@ class App:
             arguments = {}
         elif not isinstance(arguments, dict):
             raise errors.invalid_params("params.arguments must be an object")
+        as_task = False
+        if tool.task != "forbidden" and self.tasks is not None:
+            as_task = declares_tasks(req.capabilities)
+            if not as_task and tool.task == "required":
+                raise errors.missing_capability(TASKS_REQUIRED, f"tool {name} runs only as a task ({TASKS_EXTENSION})")
         ctx, sctx = self._context(req, principal, outbox)
+        assert sctx is not None
+        if as_task:
+            return await self._call_as_task(tool, req, principal, ctx, sctx, arguments)
         try:
-            kwargs = tool.input.bind(arguments)
-        except ArgumentError as e:
-            return error_result(f"Invalid arguments for tool {name}: {e}")
-        self._inject(tool.input.injected, ctx, kwargs)
-        try:
-            value = await self._invoke(tool.fn, tool.is_async, kwargs)
+            return await self.run_tool(tool, ctx, arguments)
         except InputRequired as exc:
-            assert sctx is not None
             return self._input_required(ctx, sctx, exc)
-        except (McpError, asyncio.CancelledError):
+
+    async def _call_as_task(self, tool: Tool, req: Request, principal: str, ctx: Context, sctx: StateContext,
+                            arguments: dict[str, Any]) -> dict[str, Any]:
+        runtime = self.tasks
+        assert runtime is not None
+        if tool.detach == "start":
+            rec = runtime.new_record(tool, req, principal, arguments, ctx.answers)
+            created = await runtime.create(rec)
+            runtime.start(rec)
+            return created
+        # "manual": run inline (MRTR stays synchronous) until the handler awaits ctx.detach()
+        loop = asyncio.get_running_loop()
+        detached: asyncio.Future[tuple[Any, dict[str, Any]]] = loop.create_future()
+
+        async def detach() -> None:
+            rec = runtime.new_record(tool, req, principal, arguments, ctx.answers)
+            created = await runtime.create(rec)
+            ctx.task_id, ctx.outbox = rec.task_id, None
+            detached.set_result((rec, created))
+
+        ctx._detach = detach
+        runner = loop.create_task(self.run_tool(tool, ctx, arguments))
+        try:
+            await asyncio.wait((runner, detached), return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            runner.cancel()
             raise
-        except ToolError as e:
-            return error_result(str(e))
-        except ArgumentError as e:
-            return error_result(f"Invalid arguments for tool {name}: {e}")
-        except Exception as e:
-            log.exception("tool %s failed", name)
-            return error_result(f"Tool {name} failed: {type(e).__name__}: {e}")
-        return tool_result(tool, value)
+        if detached.done():
+            rec, created = detached.result()
+            runtime.start(rec, runner)
+            return created
+        try:
+            return runner.result()
+        except InputRequired as exc:
+            return self._input_required(ctx, sctx, exc)
 
     async def _prompts_get(self, req: Request, principal: str, outbox: Outbox | None) -> dict[str, Any]:
         params = req.params
@@ -545,7 +640,7 @@ class App:
         return {"completion": completion}
 
     # ------------------------------------------------------------------ listen
-    def honoured_filter(self, requested: Any) -> dict[str, Any]:
+    def honoured_filter(self, requested: Any, capabilities: Mapping[str, Any] | None = None) -> dict[str, Any]:
         if not isinstance(requested, dict):
             raise errors.invalid_params("subscriptions/listen needs params.notifications (an object)")
         out: dict[str, Any] = {}
@@ -565,6 +660,14 @@ class App:
                 raise errors.invalid_params("notifications.resourceSubscriptions must be a list of URIs")
             if self.declares_resources and subs:
                 out["resourceSubscriptions"] = list(dict.fromkeys(subs))
+        task_ids = requested.get("taskIds")
+        if task_ids is not None:
+            if not isinstance(task_ids, list) or not all(isinstance(t, str) for t in task_ids):
+                raise errors.invalid_params("notifications.taskIds must be a list of task ids")
+            if not declares_tasks(dict(capabilities or {})):
+                raise errors.missing_capability(TASKS_REQUIRED, f"taskIds subscriptions need the {TASKS_EXTENSION} extension")
+            if self.tasks is not None and task_ids:
+                out["taskIds"] = list(dict.fromkeys(task_ids))
         return out
 
     @contextlib.contextmanager
@@ -577,10 +680,10 @@ class App:
             self._listeners.discard(sub)
             sub.close()
 
-    async def listen(self, req: Request) -> AsyncIterator[dict[str, Any] | None]:
+    async def listen(self, req: Request, principal: str = ANONYMOUS) -> AsyncIterator[dict[str, Any] | None]:
         """The messages of one listen stream: the acknowledgement, events, and on shutdown the final
         result. Yields None when idle for `listen_keepalive_s` (HTTP writes a keep-alive comment)."""
-        honoured = self.honoured_filter(req.params.get("notifications"))
+        honoured = self.honoured_filter(req.params.get("notifications"), req.capabilities)
         sid = req.id
         tag = {META_SUBSCRIPTION_ID: sid}
         with self._subscription() as sub:
@@ -601,9 +704,27 @@ class App:
                 if ev.kind == "end":
                     yield self._listen_end(sid)
                     return
+                if ev.kind == "task":
+                    task_msg = await self._task_message(ev.uri, honoured, principal, tag)
+                    if task_msg is not None:
+                        yield task_msg
+                    continue
                 msg = _event_message(ev, honoured, uris, tag)
                 if msg is not None:
                     yield msg
+
+    async def _task_message(self, task_id: str | None, honoured: dict[str, Any], principal: str,
+                            tag: dict[str, Any]) -> dict[str, Any] | None:
+        if self.tasks is None or task_id not in honoured.get("taskIds", ()) or task_id is None:
+            return None
+        try:
+            rec = await self.tasks.store.get(task_id)
+        except Exception:
+            log.warning("task %s: could not load for a listen notification", task_id)
+            return None
+        if rec is None or rec.principal != principal:
+            return None
+        return {"jsonrpc": "2.0", "method": "notifications/tasks", "params": {**rec.detailed(), "_meta": tag}}
 
     def _listen_end(self, sid: Any) -> dict[str, Any]:
         return {"jsonrpc": "2.0", "id": sid,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Generator, Mapping
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -159,8 +159,11 @@ class Context:
     state: dict[str, Any] = field(default_factory=dict)
     mrtr_allowed: bool = False
     loop: asyncio.AbstractEventLoop | None = None
+    task_id: str | None = None  # set while the handler runs as a task (Tasks extension)
+    cancelled: bool = False  # set when the request or task is cancelled: sync handlers poll it
     _last_progress: float | None = None
     _used: set[str] = field(default_factory=set)
+    _detach: Callable[[], Awaitable[None]] | None = None
 
     # -- what the request says ---------------------------------------------------------------
     @property
@@ -241,6 +244,16 @@ class Context:
 
     def error(self, data: Any) -> _Done:
         return self.log("error", data)
+
+    # -- Tasks ----------------------------------------------------------------------------
+    async def detach(self) -> None:
+        """Continue as a durable task: the client gets a CreateTaskResult now, the rest of the handler runs
+        in the background. A no-op when the request cannot (or already does) run as a task. Everything
+        before this point runs synchronously, so MRTR questions asked there are answered before the task
+        exists."""
+        hook, self._detach = self._detach, None
+        if hook is not None:
+            await hook()
 
     # -- MRTR -----------------------------------------------------------------------------
     def ask(self, requests: Mapping[str, InputRequest]) -> dict[str, Any]:

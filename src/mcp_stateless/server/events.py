@@ -11,13 +11,13 @@ import asyncio
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-EventKind = Literal["tools", "prompts", "resources", "resource_updated", "end"]
+EventKind = Literal["tools", "prompts", "resources", "resource_updated", "task", "end"]
 
 
 @dataclass(frozen=True, slots=True)
 class ChangeEvent:
     kind: EventKind
-    uri: str | None = None
+    uri: str | None = None  # the resource URI, or the task id for "task" events
 
 
 class Subscription(Protocol):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ..protocol.caching import CacheHint
 from ..protocol.headers import ParamHeader, param_headers
@@ -18,6 +18,10 @@ from .schema import InputBinding, OutputBinding, input_binding, output_binding
 from .templates import UriTemplate
 
 Handler = Callable[..., Any]
+# Tasks extension: whether a tool may run as a task, and when it becomes one ("start": before the handler
+# runs; "manual": when the handler awaits ctx.detach(), so MRTR questions before it stay synchronous).
+TaskSupport = Literal["forbidden", "optional", "required"]
+DetachMode = Literal["start", "manual"]
 
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 
@@ -55,6 +59,9 @@ class Tool:
     headers: tuple[ParamHeader, ...] = ()
     is_async: bool = False
     descriptor: dict[str, Any] = field(default_factory=dict)
+    task: TaskSupport = "forbidden"
+    detach: DetachMode = "start"
+    retry_safe: bool = False
 
     @classmethod
     def build(
@@ -70,7 +77,14 @@ class Tool:
         icons: list[dict[str, Any]] | None = None,
         meta: Mapping[str, Any] | None = None,
         injectable: tuple[type, ...] = (Context,),
+        task: TaskSupport = "forbidden",
+        detach: DetachMode = "start",
+        retry_safe: bool = False,
     ) -> Tool:
+        if task not in ("forbidden", "optional", "required"):
+            raise ValueError('task must be "forbidden", "optional" or "required"')
+        if detach not in ("start", "manual"):
+            raise ValueError('detach must be "start" or "manual"')
         tool_name = name or fn.__name__
         _check_tool_name(tool_name)
         inp = input_binding(fn, verbatim=input_schema, injectable=injectable)
@@ -91,6 +105,9 @@ class Tool:
             dict(meta) if meta else None,
             headers,
             _is_async(fn),
+            task=task,
+            detach=detach,
+            retry_safe=retry_safe,
         )
         d: dict[str, Any] = {"name": tool_name}
         _put(d, "title", title)

@@ -94,6 +94,7 @@ class HttpTransport:
         while True:
             msg = await receive()
             if msg["type"] == "lifespan.startup":
+                await self.app.startup()
                 await send({"type": "lifespan.startup.complete"})
             elif msg["type"] == "lifespan.shutdown":
                 await self.app.aclose()
@@ -172,7 +173,7 @@ class HttpTransport:
                 await _error(send, 406, decision.id, McpError(
                     errors.INVALID_REQUEST, "subscriptions/listen needs Accept: text/event-stream"))
                 return
-            await self._listen(decision, receive, send)
+            await self._listen(decision, principal, receive, send)
             return
         await self._request(decision, principal, can_json, can_sse, receive, send)
 
@@ -246,9 +247,9 @@ class HttpTransport:
                 task.cancel()
             disconnect.cancel()
 
-    async def _listen(self, req: Request, receive: Receive, send: Send) -> None:
+    async def _listen(self, req: Request, principal: str, receive: Receive, send: Send) -> None:
         try:
-            stream = self.app.listen(req)
+            stream = self.app.listen(req, principal)
             first = await stream.__anext__()
         except McpError as e:
             await _error(send, errors.http_status_for(e.code), req.id, e)

@@ -1,0 +1,352 @@
+"""Running tools as durable tasks (extension `io.modelcontextprotocol/tasks`, SEP-2663).
+
+The task record in the `TaskStore` is the only truth. The instance running a task holds a lease that it
+renews; any instance answers `tasks/get`/`update`/`cancel` from the store. When a lease lapses (its
+instance died), the next instance to notice either re-runs the task (tools declared `retry_safe`) or marks
+it `failed`: a task is never left `working` forever.
+
+Handlers are replayed, like MRTR: a task that needs input parks in `input_required`; once `tasks/update`
+supplies every answer, the handler runs again from the top with those answers, on whichever instance
+took the update.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from ..protocol import errors
+from ..protocol.envelope import Request
+from ..protocol.errors import McpError
+from ..server.context import Context, InputRequired
+from ..server.events import ChangeEvent
+from .model import EXTENSION_ID, TaskRecord, new_task_id
+from .store import StoreUnavailable, TaskStore
+
+if TYPE_CHECKING:
+    from ..server.app import App
+    from ..server.registry import Tool
+
+log = logging.getLogger("mcp_stateless.tasks")
+
+REQUIRED_CAPABILITY: dict[str, Any] = {"extensions": {EXTENSION_ID: {}}}
+LOST_RUNNER = {"code": errors.INTERNAL_ERROR,
+               "message": "The server instance running this task stopped before it finished; start it again."}
+
+
+def declares_tasks(capabilities: dict[str, Any]) -> bool:
+    ext = capabilities.get("extensions")
+    return isinstance(ext, dict) and isinstance(ext.get(EXTENSION_ID), dict)
+
+
+class TaskRuntime:
+    def __init__(
+        self,
+        store: TaskStore,
+        *,
+        ttl_ms: int | None = 3_600_000,
+        poll_interval_ms: int = 250,
+        lease_s: float = 6.0,
+        sweep_interval_s: float = 1.0,
+        max_attempts: int = 3,
+        instance_id: str | None = None,
+    ) -> None:
+        self.store = store
+        self.ttl_ms = ttl_ms
+        self.poll_interval_ms = poll_interval_ms
+        self.lease_s = lease_s
+        self.sweep_interval_s = sweep_interval_s
+        self.max_attempts = max_attempts
+        self.instance_id = instance_id or f"{os.getpid()}-{secrets.token_hex(4)}"
+        self._app: App | None = None
+        self._running: dict[str, asyncio.Task[None]] = {}
+        self._sweeper: asyncio.Task[None] | None = None
+        self._closing = False
+
+    def attach(self, app: App) -> None:
+        self._app = app
+
+    @property
+    def app(self) -> App:
+        assert self._app is not None, "TaskRuntime is not attached to an App"
+        return self._app
+
+    # ------------------------------------------------------------------ lifecycle
+    def ensure_started(self) -> None:
+        if self._sweeper is None or self._sweeper.done():
+            self._closing = False
+            self._sweeper = asyncio.get_running_loop().create_task(self._sweep_forever())
+
+    async def aclose(self) -> None:
+        """Stop this instance's runners and hand their leases back so another instance recovers them."""
+        self._closing = True
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+        running = list(self._running.values())
+        for t in running:
+            t.cancel()
+        if running:
+            await asyncio.wait(running, timeout=2.0)
+
+    async def _sweep_forever(self) -> None:
+        while not self._closing:
+            try:
+                for tid in await self.store.lapsed(time.time()):
+                    if tid not in self._running:
+                        await self._recover(tid)
+            except StoreUnavailable as e:
+                log.warning("task sweep skipped: %s", e)
+            except Exception:
+                log.exception("task sweep failed")
+            await asyncio.sleep(self.sweep_interval_s)
+
+    async def _recover(self, task_id: str) -> TaskRecord | None:
+        """Take over a task whose lease lapsed: re-run it when its tool is safe to repeat, else fail it."""
+        now = time.time()
+        rerun = False
+
+        def take(rec: TaskRecord) -> bool:
+            nonlocal rerun
+            if rec.status != "working" or rec.lease_until >= now:
+                return False
+            tool = self.app._tools.get(rec.tool)
+            if rec.cancel_requested:
+                rec.touch("cancelled", "Cancelled by the client")
+            elif tool is not None and tool.retry_safe and rec.attempts < self.max_attempts:
+                rec.lease_owner, rec.lease_until = self.instance_id, now + self.lease_s
+                rec.attempts += 1
+                rec.touch(message=f"re-running after a lost instance (attempt {rec.attempts})")
+                rerun = True
+            else:
+                rec.error = dict(LOST_RUNNER)
+                rec.lease_until = 0.0
+                rec.touch("failed")
+            return True
+
+        rec = await self.store.update(task_id, take)
+        if rec is not None and rec.terminal:
+            await self._publish(task_id)
+        if rerun and rec is not None:
+            self._spawn(rec)
+        return rec
+
+    # ------------------------------------------------------------------ creation
+    def new_record(self, tool: Tool, req: Request, principal: str, arguments: dict[str, Any],
+                   answers: dict[str, Any]) -> TaskRecord:
+        now = time.time()
+        return TaskRecord(
+            task_id=new_task_id(),
+            principal=principal,
+            tool=tool.name,
+            arguments=arguments,
+            request_meta={"version": req.version, "capabilities": req.capabilities, "clientInfo": req.client_info},
+            created_at=now,
+            updated_at=now,
+            ttl_ms=self.ttl_ms,
+            poll_interval_ms=self.poll_interval_ms,
+            answers=dict(answers),
+            asked=list(answers),
+            lease_owner=self.instance_id,
+            lease_until=now + self.lease_s,
+            attempts=1,
+        )
+
+    async def create(self, rec: TaskRecord) -> dict[str, Any]:
+        """Store the task durably, then (only then) return its CreateTaskResult."""
+        self.ensure_started()
+        await self.store.create(rec)
+        return {"resultType": "task", **rec.task_fields()}
+
+    def _spawn(self, rec: TaskRecord, runner: Awaitable[Any] | None = None) -> None:
+        task = asyncio.get_running_loop().create_task(self._run(rec, runner))
+        self._running[rec.task_id] = task
+        task.add_done_callback(lambda _t, tid=rec.task_id: self._running.pop(tid, None))
+
+    def start(self, rec: TaskRecord, runner: Awaitable[Any] | None = None) -> None:
+        """Run a stored task here. `runner` is an already-running handler (created inline, then detached)."""
+        self._spawn(rec, runner)
+
+    def context_for(self, rec: TaskRecord) -> Context:
+        meta = rec.request_meta
+        req = Request(rec.task_id, "tools/call", {"name": rec.tool, "arguments": rec.arguments},
+                      meta.get("version", ""), meta.get("capabilities") or {}, meta.get("clientInfo"), None, None)
+        ctx = Context(req, rec.principal, None, dict(rec.answers), {}, True, asyncio.get_running_loop())
+        ctx.task_id = rec.task_id
+        return ctx
+
+    async def _run(self, rec: TaskRecord, runner: Awaitable[Any] | None) -> None:
+        tid = rec.task_id
+        app = self.app
+        tool = app._tools.get(rec.tool)
+        renew = asyncio.get_running_loop().create_task(self._renew(tid))
+        try:
+            if runner is None:
+                if tool is None:
+                    raise McpError(errors.INTERNAL_ERROR, f"tool {rec.tool!r} is no longer available")
+                ctx = self.context_for(rec)
+                runner = app.run_tool(tool, ctx, rec.arguments)
+            outcome = await runner
+            await self._finish(tid, "completed", result={**outcome, "resultType": "complete"})
+        except InputRequired as exc:
+            await self._park(tid, exc)
+        except McpError as e:
+            await self._finish(tid, "failed", error=e.to_error())
+        except asyncio.CancelledError:
+            if self._closing:
+                await self._release(tid)
+            else:
+                await self._finish(tid, "cancelled", message="Cancelled by the client")
+        except StoreUnavailable as e:
+            log.error("task %s: store unavailable, lease will lapse: %s", tid, e)
+        except Exception:
+            log.exception("task %s crashed", tid)
+            await self._finish(tid, "failed", error={"code": errors.INTERNAL_ERROR, "message": "Internal error"})
+        finally:
+            renew.cancel()
+
+    async def _renew(self, tid: str) -> None:
+        me = self.instance_id
+        while True:
+            await asyncio.sleep(self.lease_s / 3)
+
+            def extend(rec: TaskRecord) -> bool:
+                if rec.terminal or rec.lease_owner != me:
+                    return False
+                rec.lease_until = time.time() + self.lease_s
+                return True
+
+            try:
+                rec = await self.store.update(tid, extend)
+            except StoreUnavailable:
+                continue
+            if rec is None or rec.cancel_requested or rec.terminal:
+                task = self._running.get(tid)
+                if task is not None:
+                    task.cancel()
+                return
+
+    async def _finish(self, tid: str, status: str, *, result: dict[str, Any] | None = None,
+                      error: dict[str, Any] | None = None, message: str | None = None) -> None:
+        def done(rec: TaskRecord) -> bool:
+            if rec.terminal:
+                return False
+            # Cancellation is cooperative: a handler that finished anyway reports what it did.
+            rec.result, rec.error = result, error
+            rec.input_requests = {}
+            rec.lease_owner, rec.lease_until = None, 0.0
+            rec.touch(status, message)  # type: ignore[arg-type]
+            return True
+
+        await self.store.update(tid, done)
+        await self._publish(tid)
+
+    async def _park(self, tid: str, exc: InputRequired) -> None:
+        def park(rec: TaskRecord) -> bool:
+            if rec.terminal:
+                return False
+            fresh = {k: r for k, r in exc.requests.items() if k not in rec.answers}
+            rec.input_requests = {k: r.to_wire() for k, r in fresh.items()}
+            rec.asked.extend(k for k in fresh if k not in rec.asked)
+            rec.lease_owner, rec.lease_until = None, 0.0
+            rec.touch("input_required", "Waiting for input")
+            return True
+
+        await self.store.update(tid, park)
+        await self._publish(tid)
+
+    async def _release(self, tid: str) -> None:
+        def release(rec: TaskRecord) -> bool:
+            if rec.terminal or rec.lease_owner != self.instance_id:
+                return False
+            rec.lease_until = 0.0
+            return True
+
+        with contextlib.suppress(Exception):
+            await self.store.update(tid, release)
+
+    async def _publish(self, tid: str) -> None:
+        with contextlib.suppress(Exception):
+            await self.app.events.publish(ChangeEvent("task", tid))
+
+    # ------------------------------------------------------------------ tasks/* methods
+    async def _owned(self, req: Request, principal: str) -> TaskRecord:
+        if not declares_tasks(req.capabilities):
+            raise errors.missing_capability(REQUIRED_CAPABILITY, f"{req.method} needs the {EXTENSION_ID} extension")
+        tid = req.params.get("taskId")
+        if not isinstance(tid, str):
+            raise errors.invalid_params(f"{req.method} needs params.taskId")
+        self.ensure_started()
+        try:
+            rec = await self.store.get(tid)
+        except StoreUnavailable as e:
+            raise McpError(errors.INTERNAL_ERROR, f"Task store unavailable: {e}") from None
+        if rec is None or rec.principal != principal:  # another principal's task does not exist for you
+            raise McpError(errors.INVALID_PARAMS, f"Unknown or expired task: {tid}", {"taskId": tid})
+        if rec.status == "working" and rec.lease_until < time.time() and tid not in self._running:
+            rec = await self._recover(tid) or rec
+        return rec
+
+    async def get(self, req: Request, principal: str) -> dict[str, Any]:
+        rec = await self._owned(req, principal)
+        return {"resultType": "complete", **rec.detailed()}
+
+    async def update(self, req: Request, principal: str) -> dict[str, Any]:
+        rec = await self._owned(req, principal)
+        responses = req.params.get("inputResponses")
+        if not isinstance(responses, dict):
+            raise errors.invalid_params("tasks/update needs params.inputResponses (an object)")
+        resume = False
+
+        def apply(r: TaskRecord) -> bool:
+            nonlocal resume
+            changed = False
+            for key, value in responses.items():
+                # unknown, answered or superseded keys are ignored, as are malformed answers
+                if key in r.input_requests and isinstance(value, dict):
+                    r.answers[key] = value
+                    del r.input_requests[key]
+                    changed = True
+            if changed and r.status == "input_required" and not r.input_requests:
+                r.lease_owner, r.lease_until = self.instance_id, time.time() + self.lease_s
+                r.touch("working", "Resuming with the answers")
+                resume = True
+            elif changed:
+                r.touch()
+            return changed
+
+        updated = await self.store.update(rec.task_id, apply)
+        if resume and updated is not None:
+            self._spawn(updated)
+        return {"resultType": "complete"}
+
+    async def cancel(self, req: Request, principal: str) -> dict[str, Any]:
+        rec = await self._owned(req, principal)
+        local = self._running.get(rec.task_id)
+
+        def ask(r: TaskRecord) -> bool:
+            if r.terminal:
+                return False
+            if r.status == "input_required" or (r.lease_until < time.time() and local is None):
+                r.input_requests = {}
+                r.lease_owner, r.lease_until = None, 0.0
+                r.touch("cancelled", "Cancelled by the client")
+            else:
+                r.cancel_requested = True
+                r.touch()
+            return True
+
+        after = await self.store.update(rec.task_id, ask)
+        if local is not None:
+            local.cancel()
+        elif after is not None and after.terminal:
+            await self._publish(rec.task_id)
+        return {"resultType": "complete"}
+
+    def methods(self) -> dict[str, Callable[[Request, str], Awaitable[dict[str, Any]]]]:
+        return {"tasks/get": self.get, "tasks/update": self.update, "tasks/cancel": self.cancel}
