@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import types
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any, get_type_hints
 
 import jsonschema
 import pydantic
+import typing_extensions
 from jsonschema.exceptions import ValidationError as JsonSchemaValidationError
 from referencing.exceptions import Unresolvable
 
@@ -59,6 +61,15 @@ def _describe_pydantic(exc: pydantic.ValidationError) -> str:
     return "; ".join(parts)
 
 
+def _unwrap_optional(ann: Any) -> Any:
+    """`X | None` / `Optional[X]` -> X; anything else unchanged."""
+    if typing.get_origin(ann) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(ann) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return ann
+
+
 @dataclasses.dataclass(slots=True)
 class InputBinding:
     """How `arguments` become keyword arguments of the handler."""
@@ -86,9 +97,10 @@ def input_binding(
         if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.POSITIONAL_ONLY):
             raise TypeError(f"{fn.__qualname__}: parameter {name!r} must be passable by keyword")
         ann = hints.get(name, Any)
-        inj = next((t for t in injectable if isinstance(ann, type) and issubclass(ann, t)), None)
+        base = _unwrap_optional(ann)  # `ctx: Context | None = None` is injected too
+        inj = next((t for t in injectable if isinstance(base, type) and issubclass(base, t)), None)
         if inj is not None:
-            injected[name] = ann
+            injected[name] = base
             continue
         default = ... if p.default is inspect.Parameter.empty else p.default
         fields[name] = (ann, default)
@@ -154,7 +166,7 @@ def output_binding(fn: Callable[..., Any], *, verbatim: Mapping[str, Any] | None
         return OutputBinding(None, None, None, False)
     structured = (
         (isinstance(ann, type) and (issubclass(ann, pydantic.BaseModel) or dataclasses.is_dataclass(ann)))
-        or typing.is_typeddict(ann)
+        or typing_extensions.is_typeddict(ann)  # also typing_extensions.TypedDict (pydantic's on 3.11)
         or origin is dict
     )
     if not structured:
