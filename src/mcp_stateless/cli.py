@@ -162,11 +162,12 @@ def _serve(args: Any) -> int:
     if args.max_body < 1:
         raise CliError("--max-body must be positive")
     if args.stdio:
+        from .transports.stdio import protect_stdout, serve_stdio
+
+        out_fd = protect_stdout()  # before the app is imported: its prints must not reach the stream
         app = load_app(args.app)
         configure_keys(app, 1)
-        from .transports.stdio import serve_stdio
-
-        return serve_stdio(app)
+        return serve_stdio(app, out_fd)
     host, port = parse_hostport(args.http)
     app = load_app(args.app)  # fail fast on a bad APP, even with several workers
     configure_keys(app, args.workers)

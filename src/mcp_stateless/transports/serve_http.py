@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import inspect
 import json
 import os
 import sys
 from typing import Any
 
 import uvicorn
+from uvicorn.supervisors import multiprocess
 
 from ..server.app import App
 from .http import HttpTransport
@@ -66,6 +68,17 @@ class _Server(uvicorn.Server):
         await super().shutdown(sockets)
 
 
+class _WorkerProcess(getattr(multiprocess, "Process", object)):  # type: ignore[misc]
+    """One worker of `--workers N` on uvicorn >= 0.35: serves with _Server (listen streams end gracefully)."""
+
+    @property
+    def server(self) -> uvicorn.Server:
+        srv: uvicorn.Server | None = getattr(self, "_server", None)
+        if srv is None:
+            srv = self._server = _Server(config=self.config)
+        return srv
+
+
 def _stack() -> dict[str, str]:
     have = importlib.util.find_spec
     return {
@@ -89,14 +102,18 @@ def run(settings: Settings, app: App) -> int:
         config = uvicorn.Config(build_transport(settings, app), **common)
         _Server(config).run()
         return 0
-    from uvicorn.supervisors import Multiprocess
-
     os.environ[SETTINGS_ENV] = json.dumps(dataclasses.asdict(settings))
     config = uvicorn.Config(
         "mcp_stateless.transports.serve_http:worker_app", factory=True, workers=settings.workers, **common
     )
     sock = config.bind_socket()
-    Multiprocess(config, target=_Server(config).run, sockets=[sock]).run()
+    if "target" in inspect.signature(multiprocess.Multiprocess.__init__).parameters:  # uvicorn < 0.35
+        multiprocess.Multiprocess(config, target=_Server(config).run, sockets=[sock]).run()  # type: ignore[call-arg,unused-ignore]
+    else:
+        # Newer uvicorn builds each worker's Server itself; have it build ours (the class is pickled to the
+        # spawned worker by name, so the worker imports this module and runs _Server).
+        multiprocess.Process = _WorkerProcess  # type: ignore[misc,unused-ignore]
+        multiprocess.Multiprocess(config, sockets=[sock]).run()
     return 0
 
 

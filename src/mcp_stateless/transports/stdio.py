@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import orjson
@@ -57,7 +60,8 @@ class StdioServer:
         except TypeError:
             log.exception("message could not be encoded")
             mid = message.get("id") if isinstance(message, dict) else None
-            line = orjson.dumps(errors.error_response(mid, McpError(errors.INTERNAL_ERROR, "Internal error"))) + b"\n"
+            err = McpError(errors.INTERNAL_ERROR, "Internal error")
+            line = orjson.dumps(errors.error_response(mid, err)) + b"\n"
         if self._out is not None:
             self._out.write(line)
         elif self._out_fd is not None:
@@ -93,7 +97,12 @@ class StdioServer:
             outbox = _LineOutbox(self)
             task = asyncio.get_running_loop().create_task(self._request(decision, outbox))
             self._inflight[decision.id] = (task, outbox)
-        task.add_done_callback(lambda _t, rid=decision.id: self._inflight.pop(rid, None))
+        task.add_done_callback(functools.partial(self._forget, decision.id))
+
+    def _forget(self, rid: Any, task: asyncio.Task[None]) -> None:
+        entry = self._inflight.get(rid)
+        if entry is not None and entry[0] is task:  # not a later request that reused a cancelled id
+            del self._inflight[rid]
 
     def _notification(self, note: Notification) -> None:
         if note.method != "notifications/cancelled":
@@ -117,13 +126,14 @@ class StdioServer:
 
     async def _listen(self, req: Request) -> None:
         try:
-            async for msg in self.app.listen(req):
+            async for msg in self.app.listen(req, self._principal):
                 if msg is not None and req.id in self._inflight:
                     self.write(msg)
         except McpError as e:
             self.write(errors.error_response(req.id, e))
 
     async def serve(self, reader: asyncio.StreamReader) -> None:
+        await self.app.startup()
         while True:
             try:
                 line = await reader.readline()
@@ -148,8 +158,10 @@ class StdioServer:
                 await asyncio.wait(still, timeout=0.5)
 
 
-def _protect_stdout() -> int:
-    """Keep the real stdout for MCP messages only; point fd 1 (and sys.stdout) at stderr."""
+def protect_stdout() -> int:
+    """Keep the real stdout for MCP messages only: returns a duplicate of it and points fd 1 (and
+    sys.stdout) at stderr, so a stray print() or os.write(1, ...) anywhere in the process cannot corrupt
+    the stream. Call it before importing application code (import-time prints count too)."""
     sys.stdout.flush()
     proto_fd = os.dup(1)
     os.dup2(2, 1)
@@ -157,15 +169,31 @@ def _protect_stdout() -> int:
     return proto_fd
 
 
-async def _amain(app: App) -> None:
+def _feed_from_thread(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader, fd: int) -> None:
+    """Fallback reader for a stdin that is a regular file (no pipe transport): a daemon thread."""
+    try:
+        while chunk := os.read(fd, 1 << 16):
+            loop.call_soon_threadsafe(reader.feed_data, chunk)
+    except OSError:
+        pass
+    with contextlib.suppress(RuntimeError):  # the loop may already be closed
+        loop.call_soon_threadsafe(reader.feed_eof)
+
+
+async def _amain(app: App, out_fd: int, tool_threads: int) -> None:
     loop = asyncio.get_running_loop()
+    # Sync tools run in the default executor: size it so that blocking calls do not queue behind each other.
+    loop.set_default_executor(ThreadPoolExecutor(max_workers=tool_threads, thread_name_prefix="mcp-tool"))
     server = StdioServer(app)
-    out_fd = _protect_stdout()
     reader = asyncio.StreamReader(limit=MAX_LINE)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
+    try:
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
+    except (OSError, ValueError):  # stdin redirected from a regular file
+        threading.Thread(target=_feed_from_thread, args=(loop, reader, sys.stdin.fileno()), daemon=True,
+                         name="mcp-stdin").start()
     try:
         transport, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(out_fd, "wb", buffering=0))
-        server._out = transport  # type: ignore[assignment]
+        server._out = transport
     except (OSError, ValueError):  # a regular file as stdout: plain writes
         server._out_fd = out_fd
     await server.serve(reader)
@@ -173,11 +201,37 @@ async def _amain(app: App) -> None:
         server._out.close()
 
 
-def serve_stdio(app: App) -> int:
+def _new_loop() -> asyncio.AbstractEventLoop:
     try:
         import uvloop
-
-        uvloop.run(_amain(app))
     except ImportError:
-        asyncio.run(_amain(app))
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+def serve_stdio(app: App, out_fd: int | None = None, *, tool_threads: int = 64) -> int:
+    """Serve `app` on this process's stdin/stdout until stdin reaches EOF; the process is the server's.
+
+    `out_fd` is the protocol output (from `protect_stdout()`, called here when not given). On EOF, open
+    listen streams get their final result, requests still running get `drain_timeout` to finish, and the
+    process then exits even if a sync tool is still blocked in its thread.
+    """
+    if out_fd is None:
+        out_fd = protect_stdout()
+    loop = _new_loop()
+    try:
+        loop.run_until_complete(_amain(app, out_fd, tool_threads))
+    finally:
+        rest = asyncio.all_tasks(loop)
+        for t in rest:
+            t.cancel()
+        if rest:
+            loop.run_until_complete(asyncio.wait(rest, timeout=0.5))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()  # does not wait for the tool threads
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        # A sync tool is still blocked: don't let interpreter shutdown join its thread.
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        os._exit(0)
     return 0
