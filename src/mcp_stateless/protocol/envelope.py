@@ -91,7 +91,7 @@ def parse(body: bytes | str) -> Any:
 
 
 def _valid_id(v: Any) -> bool:
-    return (isinstance(v, str) or isinstance(v, int)) and not isinstance(v, bool)
+    return isinstance(v, str | int) and not isinstance(v, bool)
 
 
 class MethodTable:

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from ..protocol import errors, paging
@@ -19,10 +19,19 @@ from ..protocol.caching import CACHEABLE_METHODS, CacheHint
 from ..protocol.envelope import META_SERVER_INFO, META_SUBSCRIPTION_ID, MethodTable, Request
 from ..protocol.errors import McpError
 from ..protocol.headers import ParamHeader
-from ..protocol.mrtr import MRTR_METHODS, KeyRing, StateContext, check_input_responses, open_state, params_digest, seal
+from ..protocol.mrtr import (
+    MRTR_METHODS,
+    KeyRing,
+    StateContext,
+    check_input_responses,
+    open_state,
+    params_digest,
+    seal,
+)
 from ..protocol.versions import MODERN_VERSIONS
 from ..tasks.model import EXTENSION_ID as TASKS_EXTENSION
-from ..tasks.runtime import REQUIRED_CAPABILITY as TASKS_REQUIRED, TaskRuntime, declares_tasks
+from ..tasks.runtime import REQUIRED_CAPABILITY as TASKS_REQUIRED
+from ..tasks.runtime import TaskRuntime, declares_tasks
 from .context import Context, InputRequired, Outbox
 from .events import ChangeEvent, EventBus, MemoryEventBus, Subscription
 from .registry import (
@@ -132,6 +141,7 @@ class App:
         self._extra_methods: dict[str, Callable[[Request, str], Awaitable[dict[str, Any]]]] = {}
         self._declare: set[str] = set()
         self._listeners: set[Subscription] = set()
+        self._background: set[asyncio.Task[None]] = set()
         self._closing = False
         self.table = MethodTable(_Methods(self), self._tool_headers)
         self._handlers: dict[str, Callable[[Request, str, Outbox | None], Awaitable[dict[str, Any]]]] = {
@@ -317,7 +327,9 @@ class App:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return  # registration at import time: nobody is listening yet
-        loop.create_task(self.events.publish(ChangeEvent(kind)))  # type: ignore[arg-type]
+        task = loop.create_task(self.events.publish(ChangeEvent(kind)))  # type: ignore[arg-type]
+        self._background.add(task)  # keep a reference until it is done
+        task.add_done_callback(self._background.discard)
 
     async def notify_tools_changed(self) -> None:
         await self.events.publish(ChangeEvent("tools"))
@@ -665,7 +677,8 @@ class App:
             if not isinstance(task_ids, list) or not all(isinstance(t, str) for t in task_ids):
                 raise errors.invalid_params("notifications.taskIds must be a list of task ids")
             if not declares_tasks(dict(capabilities or {})):
-                raise errors.missing_capability(TASKS_REQUIRED, f"taskIds subscriptions need the {TASKS_EXTENSION} extension")
+                raise errors.missing_capability(
+                    TASKS_REQUIRED, f"taskIds subscriptions need the {TASKS_EXTENSION} extension")
             if self.tasks is not None and task_ids:
                 out["taskIds"] = list(dict.fromkeys(task_ids))
         return out
@@ -680,7 +693,7 @@ class App:
             self._listeners.discard(sub)
             sub.close()
 
-    async def listen(self, req: Request, principal: str = ANONYMOUS) -> AsyncIterator[dict[str, Any] | None]:
+    async def listen(self, req: Request, principal: str = ANONYMOUS) -> AsyncGenerator[dict[str, Any] | None, None]:
         """The messages of one listen stream: the acknowledgement, events, and on shutdown the final
         result. Yields None when idle for `listen_keepalive_s` (HTTP writes a keep-alive comment)."""
         honoured = self.honoured_filter(req.params.get("notifications"), req.capabilities)

@@ -32,13 +32,13 @@ class _Done:
     __slots__ = ()
 
     def __await__(self) -> Generator[None, None, None]:
-        return iter(())
+        yield from ()
 
 
 DONE = _Done()
 
 
-class InputRequired(BaseException):  # noqa: N818 — control flow, not an error
+class InputRequired(BaseException):
     """Raised inside a handler to end this round with `input_required`. A BaseException so that a
     handler's broad `except Exception` does not swallow it."""
 

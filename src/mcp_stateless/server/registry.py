@@ -37,7 +37,8 @@ def _doc(fn: Handler) -> str | None:
 
 
 def _is_async(fn: Handler) -> bool:
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+    call = type(fn).__call__ if not inspect.isroutine(fn) else None  # an instance with an async __call__
+    return inspect.iscoroutinefunction(fn) or (call is not None and inspect.iscoroutinefunction(call))
 
 
 def _put(d: dict[str, Any], key: str, value: Any) -> None:

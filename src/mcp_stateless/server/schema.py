@@ -34,7 +34,7 @@ def _strip_title(schema: dict[str, Any]) -> dict[str, Any]:
 def compile_validator(schema: Mapping[str, Any]) -> Callable[[Any], None]:
     """A function that raises ArgumentError when `value` does not validate against `schema`."""
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    cls.check_schema(schema)
+    cls.check_schema(dict(schema))
     validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
 
     def validate(value: Any) -> None:
@@ -125,7 +125,7 @@ def input_binding(
 
         return InputBinding(dict(EMPTY_OBJECT_SCHEMA), bind_none, injected)
 
-    model = pydantic.create_model(  # type: ignore[call-overload]
+    model = pydantic.create_model(
         f"{fn.__name__}_arguments", __config__=pydantic.ConfigDict(arbitrary_types_allowed=True), **fields
     )
     schema = _strip_title(model.model_json_schema())

@@ -164,9 +164,10 @@ class TaskRuntime:
         return {"resultType": "task", **rec.task_fields()}
 
     def _spawn(self, rec: TaskRecord, runner: Awaitable[Any] | None = None) -> None:
+        tid = rec.task_id
         task = asyncio.get_running_loop().create_task(self._run(rec, runner))
-        self._running[rec.task_id] = task
-        task.add_done_callback(lambda _t, tid=rec.task_id: self._running.pop(tid, None))
+        self._running[tid] = task
+        task.add_done_callback(lambda _t: self._running.pop(tid, None))
 
     def start(self, rec: TaskRecord, runner: Awaitable[Any] | None = None) -> None:
         """Run a stored task here. `runner` is an already-running handler (created inline, then detached)."""

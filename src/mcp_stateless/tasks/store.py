@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import random
 import sqlite3
 import time
 from collections.abc import Callable
@@ -57,9 +58,9 @@ def _decode(raw: bytes | str) -> TaskRecord:
 
 
 async def _cas_loop(
-    load: Callable[[], Any], store: Callable[[TaskRecord, int], Any], mutate: Mutator, attempts: int = 20
+    load: Callable[[], Any], store: Callable[[TaskRecord, int], Any], mutate: Mutator, attempts: int = 50
 ) -> TaskRecord | None:
-    for _ in range(attempts):
+    for i in range(attempts):
         rec: TaskRecord | None = await load()
         if rec is None:
             return None
@@ -69,7 +70,7 @@ async def _cas_loop(
         rec.version = before + 1
         if await store(rec, before):
             return rec
-        await asyncio.sleep(0)
+        await asyncio.sleep(random.uniform(0, 0.002 * min(i + 1, 10)))  # back off under contention
     raise ConflictError("task is being updated concurrently; retry")
 
 
@@ -93,14 +94,13 @@ class MemoryTaskStore:
         return rec
 
     async def update(self, task_id: str, mutate: Mutator) -> TaskRecord | None:
-        async def store(rec: TaskRecord, before: int) -> bool:
-            cur = self._data.get(task_id)
-            if cur is None or _decode(cur).version != before:
-                return False
+        rec = await self.get(task_id)  # no await between read and write below: atomic on one loop
+        if rec is None:
+            return None
+        if mutate(rec):
+            rec.version += 1
             self._data[task_id] = _encode(rec)
-            return True
-
-        return await _cas_loop(lambda: self.get(task_id), store, mutate)
+        return rec
 
     async def lapsed(self, now: float, limit: int = 100) -> list[str]:
         out = []
@@ -158,18 +158,31 @@ class SqliteTaskStore:
         return rec
 
     async def update(self, task_id: str, mutate: Mutator) -> TaskRecord | None:
-        async def store(rec: TaskRecord, before: int) -> bool:
-            def op() -> int:
-                cur = self._conn.execute(
-                    "UPDATE mcp_tasks SET version=?, status=?, lease_until=?, expires_at=?, data=? "
-                    "WHERE id=? AND version=?",
-                    (rec.version, rec.status, rec.lease_until, rec.expires_at(), _encode(rec), task_id, before),
-                )
-                return cur.rowcount
+        # One IMMEDIATE transaction: atomic against this process's other coroutines (the lock) and against
+        # other processes on the same file (SQLite's write lock), so no retry loop is needed.
+        def op() -> TaskRecord | None:
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                row = conn.execute("SELECT data FROM mcp_tasks WHERE id=?", (task_id,)).fetchone()
+                rec = _decode(row[0]) if row is not None else None
+                if rec is None or rec.expired():
+                    conn.execute("COMMIT")
+                    return None
+                if mutate(rec):
+                    rec.version += 1
+                    conn.execute(
+                        "UPDATE mcp_tasks SET version=?, status=?, lease_until=?, expires_at=?, data=? WHERE id=?",
+                        (rec.version, rec.status, rec.lease_until, rec.expires_at(), _encode(rec), task_id),
+                    )
+                conn.execute("COMMIT")
+                return rec
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
 
-            return bool(await self._run(op))
-
-        return await _cas_loop(lambda: self.get(task_id), store, mutate)
+        result: TaskRecord | None = await self._run(op)
+        return result
 
     async def lapsed(self, now: float, limit: int = 100) -> list[str]:
         def op() -> list[str]:
@@ -245,7 +258,8 @@ class RedisTaskStore:
 
     async def update(self, task_id: str, mutate: Mutator) -> TaskRecord | None:
         async def store(rec: TaskRecord, before: int) -> bool:
-            args = [before, rec.version, _encode(rec), self._ttl_ms(rec), rec.status, rec.lease_until, task_id]
+            args: list[bytes | str | int | float] = [
+                before, rec.version, _encode(rec), self._ttl_ms(rec), rec.status, rec.lease_until, task_id]
             return bool(await self._call(self._cas(keys=[self._key(task_id), self._leases], args=args)))
 
         return await _cas_loop(lambda: self.get(task_id), store, mutate)

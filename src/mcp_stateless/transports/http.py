@@ -133,8 +133,9 @@ class HttpTransport:
         if method != "POST":
             await send({"type": "http.response.start", "status": 405,
                         "headers": [(b"allow", b"POST"), (b"content-type", b"application/json")]})
-            body = errors.error_response(None, McpError(errors.INVALID_REQUEST, f"{method} is not allowed: POST only"))
-            await send({"type": "http.response.body", "body": orjson.dumps(body)})
+            refusal = errors.error_response(
+                None, McpError(errors.INVALID_REQUEST, f"{method} is not allowed: POST only"))
+            await send({"type": "http.response.body", "body": orjson.dumps(refusal)})
             return
 
         ctype = headers.get("content-type")
@@ -260,7 +261,7 @@ class HttpTransport:
         await send({"type": "http.response.body", "body": sse.event(_json(first)), "more_body": True})
         try:
             while True:
-                nxt = loop.create_task(stream.__anext__())  # type: ignore[arg-type]
+                nxt: asyncio.Task[dict[str, Any] | None] = loop.create_task(anext(stream))
                 await asyncio.wait((nxt, disconnect), return_when=asyncio.FIRST_COMPLETED)
                 if disconnect.done():
                     nxt.cancel()
