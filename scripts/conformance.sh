@@ -3,6 +3,8 @@
 #
 #   scripts/conformance.sh server           the 37 scored 2026-07-28 server scenarios (no baseline)
 #   scripts/conformance.sh tasks            every Tasks-extension scenario, one --scenario at a time
+#   scripts/conformance.sh client           every scored non-auth 2026-07-28 client scenario, one at a time
+#                                           (examples/conformance_client.py; auth scenarios come later)
 #   scripts/conformance.sh raw ARGS...      pass ARGS to the suite's CLI
 #
 # Needs `npm install` in tools/node (see .ci/run). Results go to conformance-results/.
@@ -56,6 +58,23 @@ case "$mode" in
             if ! timeout 300 "$NODE" "$CLI" server --url "http://localhost:$port/mcp" --scenario "$s" \
                 -o "$OUT/tasks" "$@" >"$OUT/tasks-$s.log" 2>&1; then rc=1; fi
             printf '%-32s %s\n' "$s" "$(grep -E '^Passed:' "$OUT/tasks-$s.log" || echo 'no result (see log)')"
+        done
+        exit $rc
+        ;;
+    client)
+        # The suite's exit code for --requirements counts the (not yet implemented) auth/* scenarios, so the
+        # scored non-auth client scenarios are taken from the frozen requirements list and run one at a time.
+        scenarios=$("$NODE" "$CLI" list --requirements 2026-07-28 2>/dev/null \
+            | sed -n '/^Client scenarios/,/^$/p' | sed -n 's/^  - //p' | grep -v '^auth/')
+        [ -n "$scenarios" ] || { echo "could not list the scored client scenarios" >&2; exit 2; }
+        rc=0
+        for s in $scenarios; do
+            if ! timeout 300 "$NODE" "$CLI" client --command "$PY examples/conformance_client.py" --scenario "$s" \
+                --spec-version 2026-07-28 --timeout 60000 -o "$OUT/client" "$@" >"$OUT/client-$s.log" 2>&1; then
+                rc=1; echo "✗ $s FAILED; log: $OUT/client-$s.log"; tail -30 "$OUT/client-$s.log"
+            else
+                echo "✓ $s: $(grep -E '^Passed:' "$OUT/client-$s.log" | tail -1)"
+            fi
         done
         exit $rc
         ;;
