@@ -1,0 +1,82 @@
+"""Explicit, shared state: the stores behind handles, change events and (later) tasks.
+
+One setting selects the backend, ``open_state(url)``:
+
+``memory://``                          in-process only: tests and single-process use
+``sqlite:///relative/state.db``        the embedded default: one machine, survives restarts
+``sqlite:////abs/path/state.db``       (``?events=local`` keeps change events in the process)
+``redis://host:6379/0``                shared by every instance on every machine (``rediss://`` for TLS;
+                                       ``?timeout=2`` seconds, ``?prefix=mcp-stateless:`` key prefix)
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from .base import (
+    DEFAULT_RETENTION_S,
+    ClosableEventBus,
+    HandleRecord,
+    HandleStore,
+    ReadySubscription,
+    StateBundle,
+    StateUnavailable,
+    TaskStore,
+    redact,
+)
+
+STATE_ENV = "MCP_STATELESS_STATE"
+
+_OWN_PARAMS = {
+    "sqlite": frozenset({"timeout", "events", "poll"}),
+    "redis": frozenset({"timeout", "prefix"}),
+    "rediss": frozenset({"timeout", "prefix"}),
+}
+
+
+def open_state(url: str) -> StateBundle:
+    """The `StateBundle` a state URL names. Nothing connects until first use."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme == "memory":
+        from . import memory
+
+        return memory.open_bundle(url)
+    if scheme not in _OWN_PARAMS:
+        raise ValueError(f"unsupported state URL {redact(url)!r}: use memory://, sqlite:///path.db or redis://host:port/db")
+    own = _OWN_PARAMS[scheme]
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    mine = {k: v for k, v in pairs if k in own}
+    rest = [(k, v) for k, v in pairs if k not in own]
+    for k in ("timeout", "poll"):
+        if k in mine:
+            try:
+                if float(mine[k]) <= 0:
+                    raise ValueError
+            except ValueError:
+                raise ValueError(f"invalid {k}={mine[k]!r} in state URL: a positive number of seconds") from None
+    if scheme == "sqlite":
+        from . import sqlite
+
+        return sqlite.open_bundle(url, mine)
+    try:
+        from . import redisstore
+    except ImportError:  # pragma: no cover - depends on the installed extras
+        raise ValueError("redis:// state needs the redis extra: pip install 'mcp-stateless[redis]'") from None
+    clean = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(rest), ""))
+    return redisstore.open_bundle(clean, mine)
+
+
+__all__ = [
+    "DEFAULT_RETENTION_S",
+    "STATE_ENV",
+    "ClosableEventBus",
+    "HandleRecord",
+    "HandleStore",
+    "ReadySubscription",
+    "StateBundle",
+    "StateUnavailable",
+    "TaskStore",
+    "open_state",
+    "redact",
+]
