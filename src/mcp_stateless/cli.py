@@ -10,7 +10,7 @@ import os
 import socket
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from .protocol.mrtr import KeyRing
 from .protocol.security import LOOPBACK_HOSTS, OriginPolicy
@@ -23,6 +23,13 @@ KEYS_ENV = "MCP_STATELESS_KEYS"
 
 class CliError(Exception):
     """A mistake on the command line: printed as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage mistakes as one line (plus where to look), exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
 def load_app(spec: str) -> App:
@@ -42,26 +49,41 @@ def load_app(spec: str) -> App:
             raise CliError(f"cannot load {spec!r}: not a Python file")
         module = importlib.util.module_from_spec(loader_spec)
         sys.modules[mod_name] = module
-        loader_spec.loader.exec_module(module)
+        try:
+            loader_spec.loader.exec_module(module)
+        except Exception as e:
+            raise CliError(f"cannot load {spec!r}: {_describe(e)}") from None
     else:
         try:
             module = importlib.import_module(target)
         except ModuleNotFoundError as e:
             raise CliError(f"cannot load {spec!r}: no module named {e.name!r}") from None
+        except Exception as e:
+            raise CliError(f"cannot load {spec!r}: {_describe(e)}") from None
     obj = getattr(module, attr, None)
     if obj is None:
         raise CliError(f"cannot load {spec!r}: {target} has no attribute {attr!r}")
     if callable(obj) and not isinstance(obj, App):
-        obj = obj()
+        try:
+            obj = obj()  # a factory
+        except Exception as e:
+            raise CliError(f"cannot load {spec!r}: calling {attr}() to build the app raised "
+                           f"{type(e).__name__}: {e}") from None
     if not isinstance(obj, App):
         raise CliError(f"cannot load {spec!r}: {attr} is a {type(obj).__name__}, not an mcp_stateless.App")
     return obj
 
 
+def _describe(e: Exception) -> str:
+    if isinstance(e, SyntaxError):
+        return f"syntax error in {e.filename}, line {e.lineno}: {e.msg}"
+    return f"importing it raised {type(e).__name__}: {e}"
+
+
 def parse_hostport(value: str) -> tuple[str, int]:
     host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit() or not host:
-        raise CliError(f"--http expects HOST:PORT, got {value!r}")
+    if not sep or not port.isdigit() or not host or int(port) > 65535:
+        raise CliError(f"--http expects HOST:PORT (e.g. 127.0.0.1:8000), got {value!r}")
     return host.strip("[]"), int(port)
 
 
@@ -105,7 +127,7 @@ def _check_port_free(host: str, port: int) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="mcp-stateless",
         description="Serve an MCP (2026-07-28, stateless) application over Streamable HTTP or stdio.",
         epilog="Example: mcp-stateless serve examples/echo.py:app --http 127.0.0.1:8000",
@@ -113,11 +135,26 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     s = sub.add_parser(
         "serve",
-        help="serve an app",
-        description="Serve APP (module:attr or path/to/file.py:attr; attr defaults to `app`).",
+        help="serve an app over stdio or Streamable HTTP",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "Serve APP, an mcp_stateless.App (or a function returning one), given as\n"
+            "  path/to/file.py:attr   a Python file, e.g. examples/echo.py:app\n"
+            "  package.module:attr    an importable module\n"
+            "(`:attr` may be left out: it defaults to `app`)."
+        ),
         epilog=(
-            "HTTP endpoint: http://HOST:PORT/mcp. Several workers (or instances) need the same MRTR key: "
-            f"{KEYS_ENV}=kid:base64secret[,oldkid:secret]"
+            "examples:\n"
+            "  mcp-stateless serve examples/echo.py:app --stdio\n"
+            "      a client launches this command and talks JSON lines on its stdin/stdout\n"
+            "  mcp-stateless serve examples/echo.py:app --http 127.0.0.1:8000\n"
+            "      endpoint http://127.0.0.1:8000/mcp\n"
+            f"  {KEYS_ENV}=k1:$(head -c32 /dev/urandom | base64) \\\n"
+            "    mcp-stateless serve examples/echo.py:app --http 0.0.0.0:8000 --workers 2 \\\n"
+            "      --allowed-host mcp.example.com --allowed-origin https://app.example.com\n\n"
+            "Several workers (or instances behind a load balancer) must share the MRTR key:\n"
+            f"{KEYS_ENV}=kid:base64secret[,oldkid:oldsecret] (first key seals, all open).\n"
+            "Logs go to stderr; with --stdio, stdout carries MCP messages only."
         ),
     )
     s.add_argument("app", metavar="APP", help="module:attr or path/to/file.py:attr")
@@ -134,6 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="largest accepted request body (default 4 MiB; larger gets 413)")
     s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error", "critical"],
                    help="server log level (logs go to stderr)")
+    from .client.cli import add_subcommands as add_client_subcommands
+
+    add_client_subcommands(sub)  # discover, tools, call, read, prompt, listen
     return p
 
 
@@ -143,6 +183,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    from .client import cli as client_cli
+
+    if args.command in client_cli.COMMANDS:
+        return client_cli.run(args)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

@@ -13,6 +13,7 @@ import contextlib
 import functools
 import logging
 import os
+import stat
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -169,6 +170,15 @@ def protect_stdout() -> int:
     return proto_fd
 
 
+def _is_stream(fd: int) -> bool:
+    """A pipe, socket or terminal (what the event loop's pipe transports take; not /dev/null)."""
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or (stat.S_ISCHR(mode) and os.isatty(fd))
+
+
 def _feed_from_thread(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader, fd: int) -> None:
     """Fallback reader for a stdin that is a regular file (no pipe transport): a daemon thread."""
     try:
@@ -186,15 +196,16 @@ async def _amain(app: App, out_fd: int, tool_threads: int) -> None:
     loop.set_default_executor(ThreadPoolExecutor(max_workers=tool_threads, thread_name_prefix="mcp-tool"))
     server = StdioServer(app)
     reader = asyncio.StreamReader(limit=MAX_LINE)
-    try:
+    in_fd = sys.stdin.fileno()
+    if _is_stream(in_fd):
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
-    except (OSError, ValueError):  # stdin redirected from a regular file
-        threading.Thread(target=_feed_from_thread, args=(loop, reader, sys.stdin.fileno()), daemon=True,
+    else:  # stdin redirected from a regular file (no pipe transport for those; uvloop aborts on them)
+        threading.Thread(target=_feed_from_thread, args=(loop, reader, in_fd), daemon=True,
                          name="mcp-stdin").start()
-    try:
+    if _is_stream(out_fd):
         transport, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(out_fd, "wb", buffering=0))
         server._out = transport
-    except (OSError, ValueError):  # a regular file as stdout: plain writes
+    else:  # a regular file as stdout: plain blocking writes
         server._out_fd = out_fd
     await server.serve(reader)
     if server._out is not None:
