@@ -1,0 +1,252 @@
+"""Client subcommands of `mcp-stateless`: discover, tools, call, read, prompt, listen.
+
+TARGET is a URL (Streamable HTTP) or `--stdio "command"`. Output is readable by default, JSON with `--json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+from typing import Any
+
+import orjson
+
+from ..protocol.errors import McpError
+from .channels import ChannelError
+from .core import Client
+from .events import Acknowledged, ClientError, ListenEnded, ListenEvent, ResourceUpdated
+
+COMMANDS = ("discover", "tools", "call", "read", "prompt", "listen")
+
+
+def _target(p: argparse.ArgumentParser) -> None:
+    p.add_argument("target", nargs="?", metavar="TARGET", help="server URL, e.g. http://127.0.0.1:8000/mcp")
+    p.add_argument("--stdio", metavar="COMMAND", help='spawn the server, e.g. --stdio "python server.py"')
+    p.add_argument("--version", dest="protocol_version", default="auto",
+                   help="protocol version: auto (default; probe, fall back to legacy) or a version to pin")
+    p.add_argument("--json", action="store_true", help="print JSON instead of readable text")
+    p.add_argument("--timeout", type=float, default=60.0, help="per-request timeout in seconds (default 60)")
+
+
+_USAGE = {
+    "discover": ("show a server's versions, capabilities and identity", ""),
+    "tools": ("list a server's tools", ""),
+    "call": ("call a tool: call TARGET TOOL key=value … (values may be JSON)", "TOOL [KEY=VALUE ...]"),
+    "read": ("read a resource", "URI"),
+    "prompt": ("get a prompt: prompt TARGET NAME key=value …", "NAME [KEY=VALUE ...]"),
+    "listen": ("print change notifications until interrupted", ""),
+}
+
+
+def add_subcommands(sub: Any) -> None:
+    """Called by the top-level parser: one subparser per client command."""
+    for name, (help_, rest) in _USAGE.items():
+        p = sub.add_parser(name, help=help_, description=help_ + ". TARGET is a URL or --stdio COMMAND.")
+        _target(p)
+        if rest:
+            p.add_argument("rest", nargs="*", metavar=rest)
+        if name == "listen":
+            p.add_argument("--uri", action="append", default=[], help="also subscribe to updates of this resource")
+            p.add_argument("--count", type=int, default=None, help="stop after this many events")
+
+
+def _positionals(args: Any) -> None:
+    """With --stdio there is no TARGET: argparse put the first positional there, so shift it back."""
+    pos = ([args.target] if args.target is not None else []) + list(getattr(args, "rest", []) or [])
+    if args.stdio is None:
+        if not pos:
+            raise _Usage("give a TARGET URL or --stdio COMMAND")
+        args.target = pos.pop(0)
+    else:
+        args.target = None
+    cmd = args.command
+    if cmd in ("call", "prompt", "read"):
+        if not pos:
+            raise _Usage(f"{cmd} needs {_USAGE[cmd][1].split()[0]}")
+        first = pos.pop(0)
+        if cmd == "call":
+            args.tool, args.args = first, pos
+        elif cmd == "prompt":
+            args.name, args.args = first, pos
+        else:
+            if pos:
+                raise _Usage("read takes one URI")
+            args.uri = first
+    elif pos:
+        raise _Usage(f"unexpected arguments: {' '.join(pos)}")
+
+
+class _Usage(Exception):
+    pass
+
+
+def parse_kv(items: list[str], *, strings: bool = False) -> dict[str, Any]:
+    """`key=value` pairs; a value that parses as JSON is taken as JSON (unless `strings`)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise _Usage(f"expected key=value, got {item!r}")
+        if strings:
+            out[key] = raw
+            continue
+        try:
+            out[key] = json.loads(raw)
+        except ValueError:
+            out[key] = raw
+    return out
+
+
+def _elicit_tty(params: dict[str, Any]) -> dict[str, Any]:
+    print(f"? {params.get('message', 'The server asks for input')}", file=sys.stderr)
+    schema = params.get("requestedSchema") or {}
+    content: dict[str, Any] = {}
+    for name, prop in (schema.get("properties") or {}).items():
+        if not sys.stdin.isatty():
+            return {"action": "decline"}
+        answer = input(f"  {name} ({prop.get('type', 'string')}): ")
+        try:
+            content[name] = json.loads(answer) if prop.get("type") != "string" else answer
+        except ValueError:
+            content[name] = answer
+    return {"action": "accept", "content": content}
+
+
+def _client(args: Any) -> Client:
+    _positionals(args)
+    kw: dict[str, Any] = {"version": args.protocol_version, "timeout": args.timeout, "elicitation": _elicit_tty}
+    if args.stdio is not None:
+        return Client(stdio=args.stdio, **kw)
+    return Client(args.target, **kw)
+
+
+def _dump(obj: Any) -> None:
+    sys.stdout.write(orjson.dumps(obj, option=orjson.OPT_INDENT_2).decode() + "\n")
+
+
+def _content(blocks: Any) -> list[str]:
+    lines: list[str] = []
+    for b in blocks if isinstance(blocks, list) else []:
+        t = b.get("type") if isinstance(b, dict) else None
+        if t == "text":
+            lines.append(str(b.get("text", "")))
+        elif t in ("image", "audio"):
+            lines.append(f"[{t} {b.get('mimeType', '')}, {len(str(b.get('data', '')))} base64 chars]")
+        elif t == "resource":
+            r = b.get("resource") or {}
+            lines.append(f"[resource {r.get('uri')}]" + (f"\n{r['text']}" if "text" in r else ""))
+        elif t == "resource_link":
+            lines.append(f"[link {b.get('uri')}] {b.get('name', '')}")
+        else:
+            lines.append(json.dumps(b))
+    return lines
+
+
+async def _run(args: Any) -> int:
+    async with _client(args) as c:
+        cmd = args.command
+        if cmd == "discover":
+            d = await c.discover()
+            if args.json:
+                _dump({"era": c.era, "version": c.version, **d})
+            else:
+                info = c.server_info or {}
+                print(f"server:   {info.get('name', '?')} {info.get('version', '')}".rstrip())
+                print(f"era:      {c.era} ({c.version})")
+                print(f"versions: {', '.join(d.get('supportedVersions') or [])}")
+                print(f"capabilities: {', '.join(sorted((d.get('capabilities') or {}).keys())) or '(none)'}")
+                if c.instructions:
+                    print(f"instructions: {c.instructions}")
+        elif cmd == "tools":
+            tools = await c.list_tools()
+            if args.json:
+                _dump(tools)
+            else:
+                for t in tools:
+                    props = (t.get("inputSchema") or {}).get("properties") or {}
+                    sig = ", ".join(f"{k}: {v.get('type', 'any')}" for k, v in props.items()
+                                    if isinstance(v, dict))
+                    print(f"{t['name']}({sig})" + (f"  — {t['description']}" if t.get("description") else ""))
+        elif cmd == "call":
+            result = await c.call_tool(args.tool, parse_kv(args.args))
+            if args.json:
+                _dump(result)
+            else:
+                for line in _content(result.get("content")):
+                    print(line)
+                if "structuredContent" in result and not result.get("content"):
+                    print(json.dumps(result["structuredContent"], ensure_ascii=False))
+            return 1 if result.get("isError") else 0
+        elif cmd == "read":
+            result = await c.read_resource(args.uri)
+            if args.json:
+                _dump(result)
+            else:
+                for item in result.get("contents") or []:
+                    if "text" in item:
+                        print(item["text"])
+                    else:
+                        print(f"[blob {item.get('mimeType', '')}, {len(str(item.get('blob', '')))} base64 chars]")
+        elif cmd == "prompt":
+            result = await c.get_prompt(args.name, parse_kv(args.args, strings=True))
+            if args.json:
+                _dump(result)
+            else:
+                for m in result.get("messages") or []:
+                    for line in _content([m.get("content")]):
+                        print(f"{m.get('role', '?')}: {line}")
+        elif cmd == "listen":
+            n = 0
+            async with c.listen(tools=True, prompts=True, resources=True, resource_uris=args.uri or None) as sub:
+                async for ev in sub:
+                    _print_event(ev, args.json)
+                    if isinstance(ev, ListenEnded):
+                        break
+                    if not isinstance(ev, Acknowledged):
+                        n += 1
+                        if args.count is not None and n >= args.count:
+                            break
+    return 0
+
+
+def _print_event(ev: ListenEvent, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(orjson.dumps({"event": type(ev).__name__, "method": ev.method, "params": ev.params})
+                         .decode() + "\n")
+    elif isinstance(ev, Acknowledged):
+        print(f"subscribed: {', '.join(sorted(ev.honoured)) or '(nothing)'}"
+              + (f" (not offered: {', '.join(sorted(ev.dropped))})" if ev.dropped else ""))
+    elif isinstance(ev, ResourceUpdated):
+        print(f"resource updated: {ev.uri}")
+    else:
+        print(ev.method.removeprefix("notifications/"))
+    sys.stdout.flush()
+
+
+def run(args: Any) -> int:
+    """Entry point from `mcp_stateless.cli.main` for the client commands."""
+    import logging
+
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return asyncio.run(_run(args))
+    except _Usage as e:
+        print(f"mcp-stateless: error: {e}", file=sys.stderr)
+        return 2
+    except McpError as e:
+        print(f"mcp-stateless: server error {e.code}: {e.message}", file=sys.stderr)
+        return 1
+    except (ClientError, ChannelError, TimeoutError, ValueError) as e:
+        print(f"mcp-stateless: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+
+
+__all__ = ["COMMANDS", "add_subcommands", "parse_kv", "run"]
