@@ -1,0 +1,158 @@
+"""The benchmark targets: the same two-tool server (echo, add) built with each library, plus a bare ASGI baseline.
+
+Importable from both virtual environments: each builder imports its library only when called, so the
+peers' venv never needs mcp_stateless and ours never needs mcp/fastmcp.
+
+Every target serves POST /mcp with:
+  echo(text: str) -> str         the measured call
+  add(a: int, b: int) -> int
+  progress_echo(text: str) -> str   sends one progress notification first (SSE response)
+Ours additionally has `touch()` (publishes a tools/list_changed event, for the listen fan-out test) and
+takes the principal from the Authorization header (for the memory-flatness test).
+"""
+
+
+
+from typing import Any
+
+TARGETS = ("bare", "ours", "mcp", "fastmcp")
+PEERS = ("mcp", "fastmcp")  # run from the peers' venv
+
+
+def build_ours() -> Any:
+    from mcp_stateless import App, Context
+    from mcp_stateless.transports.http import HttpTransport
+
+    def principal(headers: Any) -> str:
+        return (headers or {}).get("authorization", "anonymous")
+
+    app = App("bench", "1.0.0", principal=principal)
+
+    @app.tool()
+    async def echo(text: str) -> str:
+        """Return the text unchanged."""
+        return text
+
+    @app.tool()
+    async def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @app.tool()
+    async def progress_echo(text: str, ctx: Context) -> str:
+        """Report progress once, then return the text."""
+        await ctx.report_progress(1, 2)
+        return text
+
+    @app.tool()
+    async def touch() -> str:
+        """Publish a tools/list_changed event to every listen stream."""
+        await app.notify_tools_changed()
+        return "ok"
+
+    return HttpTransport(app), app
+
+
+def build_ours_stdio() -> Any:
+    return build_ours()[1]
+
+
+def build_mcp() -> Any:
+    from mcp.server.mcpserver import Context, MCPServer
+
+    server = MCPServer("bench", version="1.0.0")
+
+    @server.tool()
+    async def echo(text: str) -> str:
+        """Return the text unchanged."""
+        return text
+
+    @server.tool()
+    async def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @server.tool()
+    async def progress_echo(text: str, ctx: Context) -> str:
+        """Report progress once, then return the text."""
+        await ctx.report_progress(1, 2)
+        return text
+
+    return server
+
+
+def build_mcp_http(json_response: bool) -> Any:
+    return build_mcp().streamable_http_app(json_response=json_response, stateless_http=True)
+
+
+def build_fastmcp() -> Any:
+    from fastmcp import Context, FastMCP
+
+    server = FastMCP("bench", version="1.0.0")
+
+    @server.tool
+    async def echo(text: str) -> str:
+        """Return the text unchanged."""
+        return text
+
+    @server.tool
+    async def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @server.tool
+    async def progress_echo(text: str, ctx: Context) -> str:
+        """Report progress once, then return the text."""
+        await ctx.report_progress(1, 2)
+        return text
+
+    return server
+
+
+def build_fastmcp_http(json_response: bool) -> Any:
+    return build_fastmcp().http_app(json_response=json_response, stateless_http=True)
+
+
+def build_bare() -> Any:
+    """Parses the JSON-RPC body and answers a fixed result: the floor any MCP server on this stack pays."""
+    import orjson
+
+    headers = [(b"content-type", b"application/json")]
+    result = {"content": [{"type": "text", "text": "hi"}], "resultType": "complete"}
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            if scope["type"] == "lifespan":
+                while True:
+                    msg = await receive()
+                    if msg["type"] == "lifespan.startup":
+                        await send({"type": "lifespan.startup.complete"})
+                    elif msg["type"] == "lifespan.shutdown":
+                        await send({"type": "lifespan.shutdown.complete"})
+                        return
+            return
+        body = b""
+        more = True
+        while more:
+            msg = await receive()
+            body += msg.get("body", b"")
+            more = msg.get("more_body", False)
+        req = orjson.loads(body)
+        out = orjson.dumps({"jsonrpc": "2.0", "id": req.get("id"), "result": result})
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [*headers, (b"content-length", str(len(out)).encode())]})
+        await send({"type": "http.response.body", "body": out})
+
+    return app
+
+
+def asgi_app(target: str, json_response: bool = True) -> Any:
+    if target == "bare":
+        return build_bare()
+    if target == "ours":
+        return build_ours()[0]
+    if target == "mcp":
+        return build_mcp_http(json_response)
+    if target == "fastmcp":
+        return build_fastmcp_http(json_response)
+    raise ValueError(f"unknown target {target!r}")
