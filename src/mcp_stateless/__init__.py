@@ -1,5 +1,6 @@
 """mcp-stateless: a fast, stateless Model Context Protocol (2026-07-28) runtime."""
 
+from .client import Client, ClientError, SyncClient
 from .protocol.caching import CacheHint
 from .protocol.errors import McpError
 from .protocol.mrtr import KeyRing
@@ -21,6 +22,8 @@ __all__ = [
     "App",
     "CacheHint",
     "ChangeEvent",
+    "Client",
+    "ClientError",
     "Context",
     "ElicitResult",
     "EventBus",
@@ -31,6 +34,7 @@ __all__ = [
     "MemoryEventBus",
     "OriginPolicy",
     "PromptArgument",
+    "SyncClient",
     "TaskRuntime",
     "ToolError",
     "ToolResult",
