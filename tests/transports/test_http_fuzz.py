@@ -162,7 +162,7 @@ def mirrored(msg: Any) -> dict[str, str]:
         v = m.get("io.modelcontextprotocol/protocolVersion") if isinstance(m, dict) else None
         if isinstance(v, str) and v.isascii() and v.isprintable():
             h["mcp-protocol-version"] = v
-        if isinstance(msg.get("method"), str):
+        if isinstance(msg.get("method"), str) and msg["method"].isascii() and msg["method"].isprintable():
             h["mcp-method"] = msg["method"]
         if isinstance(p, dict):
             for key in ("name", "uri"):

@@ -264,9 +264,10 @@ def test_listen_errors(served: Callable[..., Any]) -> None:
 def test_listen_disconnect_releases_the_subscription(served: Callable[..., Any]) -> None:
     app = streaming_app(Probe(), listen_keepalive_s=30)
     s = served(app)
-    bus = app.events
     with httpx.Client(timeout=TIMEOUT) as c, open_listen(c, s.url, listen_msg(1, toolsListChanged=True)) as r:
-        next_message(sse_events(r.iter_lines()))
+        events = sse_events(r.iter_lines())  # keep it referenced: dropping it closes the stream
+        next_message(events)
+        bus = app.events
         assert bus.subscriber_count == 1  # type: ignore[attr-defined]
     deadline = time.monotonic() + 5
     while bus.subscriber_count and time.monotonic() < deadline:  # type: ignore[attr-defined]
