@@ -134,11 +134,14 @@ def open_state(ring: KeyRing, ctx: StateContext, state: Any, now: float | None =
     expected = hmac.new(key, head.encode("ascii"), hashlib.sha256).digest()
     try:
         tag = _b64d(tag_b64)
+    except ValueError:
+        raise invalid_params("requestState failed verification") from None
+    if not hmac.compare_digest(tag, expected):
+        raise invalid_params("requestState failed verification")
+    try:  # only a verified payload is ever parsed
         body = orjson.loads(_b64d(body_b64))
     except (ValueError, orjson.JSONDecodeError):
         raise invalid_params("requestState is not valid") from None
-    if not hmac.compare_digest(tag, expected):
-        raise invalid_params("requestState failed verification")
     if not isinstance(body, dict):
         raise invalid_params("requestState is not valid")
     if body.get("e", 0) < (time.time() if now is None else now):
