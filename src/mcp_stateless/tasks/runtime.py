@@ -283,10 +283,7 @@ class TaskRuntime:
         if not isinstance(tid, str):
             raise errors.invalid_params(f"{req.method} needs params.taskId")
         self.ensure_started()
-        try:
-            rec = await self.store.get(tid)
-        except StoreUnavailable as e:
-            raise McpError(errors.INTERNAL_ERROR, f"Task store unavailable: {e}") from None
+        rec = await self.store.get(tid)  # StateUnavailable (-32603, retryable) when the store is down
         if rec is None or rec.principal != principal:  # another principal's task does not exist for you
             raise McpError(errors.INVALID_PARAMS, f"Unknown or expired task: {tid}", {"taskId": tid})
         if rec.status == "working" and rec.lease_until < time.time() and tid not in self._running:

@@ -18,13 +18,14 @@ from typing import Any, Protocol
 
 import orjson
 
+from ..state.base import StateUnavailable
 from .model import TaskRecord
 
 Mutator = Callable[[TaskRecord], bool]  # change the record in place; return False to leave it unchanged
 
 
-class StoreUnavailable(Exception):
-    """The backing store cannot be reached (e.g. Redis is down)."""
+# The backing store cannot be reached (e.g. Redis is down): -32603 with a clear, retryable message.
+StoreUnavailable = StateUnavailable
 
 
 class ConflictError(Exception):
@@ -47,6 +48,18 @@ class TaskStore(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+class _AcloseMixin:
+    """`aclose()` as well as `close()`, so a task store sits in a `StateBundle` like the other stores."""
+
+    async def close(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        await self.close()
 
 
 def _encode(rec: TaskRecord) -> bytes:
@@ -74,7 +87,7 @@ async def _cas_loop(
     raise ConflictError("task is being updated concurrently; retry")
 
 
-class MemoryTaskStore:
+class MemoryTaskStore(_AcloseMixin):
     """For tests and a single process only: tasks vanish with the process."""
 
     def __init__(self) -> None:
@@ -116,7 +129,7 @@ class MemoryTaskStore:
         return None
 
 
-class SqliteTaskStore:
+class SqliteTaskStore(_AcloseMixin):
     """One machine, survives restarts. Writes are serialised through one connection in a worker thread."""
 
     def __init__(self, path: str | Path) -> None:
@@ -210,7 +223,7 @@ return 1
 """
 
 
-class RedisTaskStore:
+class RedisTaskStore(_AcloseMixin):
     """Shared by every instance. Records are hashes {v: version, d: JSON} with a TTL; a sorted set of lease
     deadlines lets any instance find tasks whose runner died."""
 
@@ -231,7 +244,7 @@ class RedisTaskStore:
         try:
             return await coro
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as e:
-            raise StoreUnavailable(f"task store unavailable: {e}") from None
+            raise StateUnavailable("task store", str(e) or type(e).__name__) from None
 
     @staticmethod
     def _ttl_ms(rec: TaskRecord) -> int:
