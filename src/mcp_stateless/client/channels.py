@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from .events import StreamBroken
 from .http11 import ConnectionLost, Endpoint, HttpError, Pool, Response
 from .sse import SSEParser
 
@@ -79,6 +80,13 @@ class HttpExchange(Exchange):
         self.session_id = resp.headers.get("mcp-session-id")
 
     async def __aiter__(self) -> AsyncIterator[Message]:
+        try:
+            async for m in self._messages():
+                yield m
+        except HttpError as e:  # the body broke off (connection reset / closed mid-stream)
+            raise StreamBroken(f"the response stream broke: {e}") from None
+
+    async def _messages(self) -> AsyncIterator[Message]:
         resp = self._resp
         ctype = resp.content_type
         if resp.status == 202:
