@@ -85,6 +85,10 @@ def _iso(t: float) -> str:
     return datetime.datetime.fromtimestamp(t, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _a(noun: str) -> str:
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
 def digest(handle_id: str) -> str:
     """The storage key of a handle: stores never hold the handle itself."""
     return hashlib.sha256(handle_id.encode("utf-8")).hexdigest()
@@ -180,7 +184,7 @@ class Handle:
     def __mcp_argument__(cls) -> Any:
         """How the framework declares this parameter in the input schema: a string argument."""
         where = f", as returned by {cls.issued_by}" if cls.issued_by else ""
-        doc = f"A {cls.noun} handle ({cls.prefix}_…){where}; it {cls.lifetime()}."
+        doc = f"{_a(cls.noun).capitalize()} handle ({cls.prefix}_…){where}; it {cls.lifetime()}."
         return Annotated[str, pydantic.Field(pattern=cls.pattern(), description=doc)]
 
     # ------------------------------------------------------------------ lifecycle
@@ -226,7 +230,7 @@ class Handle:
                               f"and cannot be used again.{cls._hint()}")
         if rec.expires_at <= time.time():
             raise HandleExpired(f"The {cls.noun} handle {handle_id!r} expired at {_iso(rec.expires_at)} "
-                                f"(a {cls.noun} handle {cls.lifetime()}).{cls._hint()}")
+                                f"({_a(cls.noun)} handle {cls.lifetime()}).{cls._hint()}")
         return rec
 
     async def refresh(self) -> dict[str, Any]:

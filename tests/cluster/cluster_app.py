@@ -1,0 +1,62 @@
+"""The app every cluster instance serves: examples/importer.py plus a few test tools.
+
+The principal is read from `Authorization: Bearer <name>` (a stand-in for real OAuth, test only).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from mcp_stateless import App, Context, Handle
+
+_spec = importlib.util.spec_from_file_location(
+    "_importer_example", Path(__file__).resolve().parents[2] / "examples" / "importer.py")
+assert _spec is not None and _spec.loader is not None
+importer = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(importer)
+
+
+class Ticket(Handle, prefix="tkt", ttl=1.0, noun="ticket", issued_by="new_ticket"):
+    pass
+
+
+def bearer(headers: Mapping[str, str] | None) -> str:
+    auth = (headers or {}).get("authorization", "")
+    return auth[len("Bearer "):] if auth.startswith("Bearer ") else "anonymous"
+
+
+def build() -> App:
+    app: App = importer.make_app(principal=bearer)
+
+    @app.tool()
+    async def new_ticket(ctx: Context) -> dict[str, Any]:
+        return {"ticket": (await Ticket.mint(ctx)).id}
+
+    @app.tool()
+    async def use_ticket(ticket: Ticket) -> dict[str, Any]:
+        return {"ok": True}
+
+    @app.tool()
+    def confirm(ctx: Context, item: str) -> dict[str, Any]:
+        """Ask the user to confirm (MRTR): the retry may land on any instance."""
+        answer = ctx.elicit(f"Really order {item}?", {"type": "object", "properties": {"ok": {"type": "boolean"}},
+                                                      "required": ["ok"]}, key="confirm")
+        return {"item": item, "confirmed": bool(answer.content and answer.content.get("ok"))}
+
+    @app.tool()
+    async def touch(uri: str) -> dict[str, Any]:
+        """Announce that a resource changed (to every listen stream on every instance)."""
+        await app.notify_resource_updated(uri)
+        return {"touched": uri}
+
+    @app.resource("file:///watched/{name}")
+    def watched(name: str) -> str:
+        return name
+
+    return app
+
+
+app = build()

@@ -1,0 +1,186 @@
+"""Helpers for tests/cluster: redis-server, nginx (round-robin, no affinity, deploy/nginx.conf) and three
+`mcp-stateless serve` subprocesses sharing one state store and one MRTR key."""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = str(Path(__file__).with_name("cluster_app.py")) + ":app"
+EXE = str(Path(sys.executable).with_name("mcp-stateless"))
+NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+KEYS = "k1:" + base64.urlsafe_b64encode(b"cluster-test-shared-mrtr-key-0001").decode()
+PV = "2026-07-28"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def wait_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), 0.2):
+                return
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not start (exit {proc.poll()})")
+        time.sleep(0.05)
+
+
+def stop(proc: subprocess.Popen[bytes] | None, sig: int = signal.SIGTERM) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(sig)
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
+class Redis:
+    def __init__(self, workdir: Path) -> None:
+        exe = shutil.which("redis-server") or "/usr/bin/redis-server"
+        if not Path(exe).exists():
+            pytest.fail("redis-server is not installed (.ci/run installs it)")
+        self.exe, self.workdir, self.port = exe, workdir, free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Redis:
+        self.proc = subprocess.Popen(
+            [self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", str(self.workdir), "--daemonize", "no", "--loglevel", "warning"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port(self.port, self.proc, "redis-server")
+        return self
+
+    def stop(self) -> None:
+        stop(self.proc)
+        self.proc = None
+
+
+class Instance:
+    def __init__(self, name: str, state: str, logdir: Path) -> None:
+        self.name, self.state, self.port = name, state, free_port()
+        self.log = logdir / f"{name}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Instance:
+        env = {**os.environ, "MCP_STATELESS_KEYS": KEYS}
+        env.pop("MCP_STATELESS_STATE", None)
+        with self.log.open("ab") as log:
+            self.proc = subprocess.Popen(
+                [EXE, "serve", APP, "--http", f"127.0.0.1:{self.port}", "--state", self.state,
+                 "--instance-name", self.name, "--log-level", "warning"],
+                stdout=log, stderr=log, env=env, cwd=str(ROOT))
+        return self
+
+    def wait(self) -> Instance:
+        assert self.proc is not None
+        wait_port(self.port, self.proc, f"instance {self.name} (log: {self.log.read_text()[-2000:]})")
+        return self
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        stop(self.proc, sig)
+        self.proc = None
+
+
+def nginx_config(listen: int, upstreams: list[int], workdir: Path) -> str:
+    """deploy/nginx.conf with this machine's addresses and paths (everything else as shipped)."""
+    conf = (ROOT / "deploy" / "nginx.conf").read_text()
+    servers = "".join(f"        server 127.0.0.1:{p} max_fails=1 fail_timeout=5s;\n" for p in upstreams)
+    conf, n = re.subn(r"(?m)^\s*server 10\.0\.0\.\d+:8000[^\n]*\n", "", conf)
+    assert n == 3, "deploy/nginx.conf changed shape: update tests/cluster/conftest.py"
+    conf = conf.replace("        keepalive 64;", servers + "        keepalive 64;", 1)
+    conf = conf.replace("listen 8080;", f"listen 127.0.0.1:{listen};", 1)
+    conf = conf.replace("worker_processes auto;", (
+        f"worker_processes 1;\npid {workdir}/nginx.pid;\nerror_log {workdir}/error.log warn;"), 1)
+    temp = "".join(f"    {k}_temp_path {workdir}/{k};\n" for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    conf = conf.replace("http {\n", f"http {{\n    access_log {workdir}/access.log;\n{temp}", 1)
+    return conf
+
+
+class Cluster:
+    def __init__(self, backend: str, workdir: Path) -> None:
+        self.backend = backend
+        self.workdir = workdir
+        self.redis: Redis | None = None
+        if backend == "redis":
+            self.redis = Redis(workdir).start()
+            state = self.redis.url
+        else:
+            state = f"sqlite:///{workdir / 'state.db'}"
+        self.instances = [Instance(f"i{n}", state, workdir) for n in (1, 2, 3)]
+        for i in self.instances:
+            i.start()
+        for i in self.instances:
+            i.wait()
+        self.port = free_port()
+        ngx = workdir / "nginx"
+        ngx.mkdir()
+        ngx.chmod(0o777)
+        conf = ngx / "nginx.conf"
+        conf.write_text(nginx_config(self.port, [i.port for i in self.instances], ngx))
+        self.nginx = subprocess.Popen([NGINX, "-p", str(ngx), "-c", str(conf), "-g", "daemon off;"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        wait_port(self.port, self.nginx, "nginx")
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.http = httpx.Client(timeout=15)
+
+    def restart_all(self) -> None:
+        for i in self.instances:
+            i.stop()
+        for i in self.instances:
+            i.start()
+        for i in self.instances:
+            i.wait()
+
+    def close(self) -> None:
+        self.http.close()
+        stop(self.nginx, signal.SIGQUIT)
+        for i in self.instances:
+            i.stop()
+        if self.redis is not None:
+            self.redis.stop()
+
+    # -- a minimal client ---------------------------------------------------------------------
+    def post(self, method: str, params: dict[str, Any], *, who: str = "alice", id_: int = 1,
+             caps: dict[str, Any] | None = None) -> httpx.Response:
+        p = dict(params)
+        p["_meta"] = {"io.modelcontextprotocol/protocolVersion": PV,
+                      "io.modelcontextprotocol/clientCapabilities": caps or {}}
+        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+                   "mcp-protocol-version": PV, "mcp-method": method, "authorization": f"Bearer {who}"}
+        if method == "tools/call":
+            headers["mcp-name"] = params["name"]
+        return self.http.post(self.url, json={"jsonrpc": "2.0", "id": id_, "method": method, "params": p},
+                              headers=headers)
+
+    def tool(self, name: str, args: dict[str, Any], **kw: Any) -> tuple[dict[str, Any], str]:
+        """(the JSON-RPC response, the instance that answered)."""
+        r = self.post("tools/call", {"name": name, "arguments": args}, **kw)
+        assert r.status_code == 200, r.text
+        body: dict[str, Any] = r.json()
+        return body, r.headers["x-mcp-instance"]
+
+

@@ -1,0 +1,200 @@
+"""Stateless for real: three instances behind nginx round-robin (no affinity), state in SQLite (one
+machine) or Redis, one shared MRTR key. Each scenario runs against both backends."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+from typing import Any
+
+import httpx
+import pytest
+from clusterlib import PV, Cluster  # type: ignore[import-not-found]
+
+FORGED = "imp_" + "Q" * 32
+
+
+def structured(body: dict[str, Any]) -> dict[str, Any]:
+    result = body["result"]
+    assert not result.get("isError"), result
+    value: dict[str, Any] = result["structuredContent"]
+    return value
+
+
+def error_text(body: dict[str, Any]) -> str:
+    result = body["result"]
+    assert result.get("isError") is True, result
+    text: str = result["content"][0]["text"]
+    return text
+
+
+def test_an_import_spread_over_three_instances_succeeds(cluster: Cluster) -> None:
+    begun, i1 = cluster.tool("begin_import", {})
+    handle = structured(begun)["importHandle"]
+    added, i2 = cluster.tool("add_file", {"importHandle": handle, "uri": "file:///a.csv"})
+    assert structured(added) == {"files": 1}
+    committed, i3 = cluster.tool("commit_import", {"importHandle": handle})
+    assert structured(committed)["committed"] == 1
+    assert len({i1, i2, i3}) == 3, (i1, i2, i3)  # round-robin, no affinity: every call on another instance
+    again, _ = cluster.tool("commit_import", {"importHandle": handle})
+    assert "was already ended (committed or revoked)" in error_text(again)
+
+
+def test_an_mrtr_round_started_on_one_instance_completes_on_another(cluster: Cluster) -> None:
+    caps = {"elicitation": {"form": {}}}
+    first, on = cluster.tool("confirm", {"item": "tea"}, caps=caps)
+    result = first["result"]
+    assert result["resultType"] == "input_required"
+    assert set(result["inputRequests"]) == {"confirm"}
+    params = {"name": "confirm", "arguments": {"item": "tea"}, "requestState": result["requestState"],
+              "inputResponses": {"confirm": {"action": "accept", "content": {"ok": True}}}}
+    r = cluster.post("tools/call", params, caps=caps)
+    assert r.status_code == 200
+    assert r.headers["x-mcp-instance"] != on
+    final = r.json()["result"]
+    assert final["resultType"] == "complete"
+    assert final["structuredContent"] == {"item": "tea", "confirmed": True}
+
+
+async def test_a_listen_stream_on_one_instance_gets_a_change_made_on_another(cluster: Cluster) -> None:
+    uri = f"file:///watched/{cluster.backend}"
+    params = {"notifications": {"resourceSubscriptions": [uri]},
+              "_meta": {"io.modelcontextprotocol/protocolVersion": PV,
+                        "io.modelcontextprotocol/clientCapabilities": {}}}
+    msg = {"jsonrpc": "2.0", "id": "L1", "method": "subscriptions/listen", "params": params}
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+               "mcp-protocol-version": PV, "mcp-method": "subscriptions/listen", "authorization": "Bearer alice"}
+    async with httpx.AsyncClient(timeout=15) as client, \
+            client.stream("POST", cluster.url, json=msg, headers=headers) as resp:
+        assert resp.status_code == 200
+        assert resp.headers["content-type"].startswith("text/event-stream")
+        listener = resp.headers["x-mcp-instance"]
+        lines = resp.aiter_lines()
+
+        async def next_message() -> dict[str, Any]:
+            async for line in lines:
+                if line.startswith("data:"):
+                    m: dict[str, Any] = json.loads(line[5:])
+                    return m
+            raise AssertionError("stream ended")
+
+        ack = await next_message()
+        assert ack["method"] == "notifications/subscriptions/acknowledged"
+        assert ack["params"]["notifications"] == {"resourceSubscriptions": [uri]}
+        for _ in range(6):  # round-robin: one of the next calls lands elsewhere
+            _, on = cluster.tool("touch", {"uri": uri + "/unrelated"})  # not subscribed: filtered out
+            if on != listener:
+                break
+        for _ in range(6):
+            _, on = cluster.tool("touch", {"uri": uri})
+            if on != listener:
+                break
+        assert on != listener
+        started = time.monotonic()
+        got = await next_message()
+        while got["method"] == "notifications/resources/updated" and got["params"]["uri"] != uri:
+            got = await next_message()
+        assert got["method"] == "notifications/resources/updated"
+        assert got["params"]["uri"] == uri
+        assert got["params"]["_meta"] == {"io.modelcontextprotocol/subscriptionId": "L1"}
+        assert time.monotonic() - started < 3
+
+
+def test_refused_handles_another_principals_an_expired_and_a_forged_one(cluster: Cluster) -> None:
+    handle = structured(cluster.tool("begin_import", {}, who="alice")[0])["importHandle"]
+    theirs, _ = cluster.tool("add_file", {"importHandle": handle, "uri": "x"}, who="mallory")
+    forged, _ = cluster.tool("add_file", {"importHandle": FORGED, "uri": "x"}, who="alice")
+    unknown = ("Unknown import handle {!r}: no such import exists (or it was removed). "
+               "Call begin_import to get a new one.")
+    assert error_text(theirs) == unknown.format(handle)
+    assert error_text(forged) == unknown.format(FORGED)
+    ticket = structured(cluster.tool("new_ticket", {})[0])["ticket"]
+    assert structured(cluster.tool("use_ticket", {"ticket": ticket})[0]) == {"ok": True}
+    time.sleep(1.2)
+    expired = error_text(cluster.tool("use_ticket", {"ticket": ticket})[0])
+    assert expired.startswith(f"The ticket handle {ticket!r} expired at ")
+    assert expired.endswith("(a ticket handle expires 1 second after it is created). Call new_ticket to get a new one.")
+    # alice's import was not touched by mallory's attempt
+    assert structured(cluster.tool("add_file", {"importHandle": handle, "uri": "y"})[0]) == {"files": 1}
+
+
+def test_a_handle_survives_a_restart_of_every_instance(cluster: Cluster) -> None:
+    handle = structured(cluster.tool("begin_import", {})[0])["importHandle"]
+    assert structured(cluster.tool("add_file", {"importHandle": handle, "uri": "before"})[0]) == {"files": 1}
+    cluster.restart_all()
+    time.sleep(0.2)
+    assert structured(cluster.tool("add_file", {"importHandle": handle, "uri": "after"})[0]) == {"files": 2}
+    committed = structured(cluster.tool("commit_import", {"importHandle": handle})[0])
+    assert committed["committed"] == 2
+    assert structured(cluster.tool("read_receipt", {"receipt": committed["receipt"]})[0]) == {
+        "files": ["before", "after"]}
+
+
+def test_killing_an_instance_mid_traffic_loses_no_committed_data(cluster: Cluster) -> None:
+    committed: list[tuple[str, list[str]]] = []
+    failures: list[str] = []
+    stop = threading.Event()
+
+    def traffic(worker: int) -> None:
+        n = 0
+        with httpx.Client(timeout=15) as own:
+            c = Cluster.__new__(Cluster)
+            c.url, c.http = cluster.url, own
+            while not stop.is_set() and n < 200:
+                n += 1
+                files = [f"w{worker}-{n}-{k}" for k in range(3)]
+                try:
+                    handle = structured(c.tool("begin_import", {})[0])["importHandle"]
+                    for f in files:
+                        structured(c.tool("add_file", {"importHandle": handle, "uri": f})[0])
+                    receipt = structured(c.tool("commit_import", {"importHandle": handle})[0])["receipt"]
+                except (AssertionError, httpx.HTTPError, KeyError) as e:
+                    failures.append(repr(e)[:200])  # in flight on the killed instance: abandon this import
+                    continue
+                committed.append((receipt, files))
+
+    threads = [threading.Thread(target=traffic, args=(w,)) for w in range(3)]
+    for t in threads:
+        t.start()
+    time.sleep(1.0)
+    victim = cluster.instances[1]
+    victim.stop(signal.SIGKILL)
+    before_kill = len(committed)
+    time.sleep(1.5)
+    stop.set()
+    for t in threads:
+        t.join(30)
+    try:
+        assert before_kill > 0 and len(committed) > before_kill, (before_kill, len(committed), failures)
+        assert len(failures) <= 6, failures  # only calls in flight on the killed instance may fail
+        for receipt, files in committed:  # every commit that answered is durable and exact
+            assert structured(cluster.tool("read_receipt", {"receipt": receipt})[0]) == {"files": files}
+        answered = {cluster.tool("begin_import", {})[1] for _ in range(6)}
+        assert answered == {"i1", "i3"}  # the others keep serving, every request succeeds
+    finally:
+        victim.start().wait()
+        time.sleep(0.5)
+
+
+def test_with_redis_stopped_state_requests_fail_clearly_and_recover(cluster: Cluster) -> None:
+    if cluster.redis is None:
+        pytest.skip("SQLite is embedded: there is no separate service to stop")
+    handle = structured(cluster.tool("begin_import", {})[0])["importHandle"]
+    cluster.redis.stop()
+    try:
+        for _ in range(3):  # whichever instance answers
+            started = time.monotonic()
+            body, _ = cluster.tool("add_file", {"importHandle": handle, "uri": "x"})
+            assert time.monotonic() - started < 8  # bounded: socket timeouts, no hang
+            assert body["error"]["code"] == -32603
+            assert body["error"]["message"].startswith(f"State store unavailable (redis {cluster.redis.url}): ")
+            assert body["error"]["message"].endswith("The request was not completed; retry shortly.")
+        r = cluster.post("tools/list", {})
+        assert r.status_code == 200 and "tools" in r.json()["result"]  # what needs no state still works
+    finally:
+        cluster.redis.start()
+    for _ in range(3):  # every instance reconnects on its next request
+        begun, _ = cluster.tool("begin_import", {})
+        assert structured(begun)["importHandle"].startswith("imp_")
