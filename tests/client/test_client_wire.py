@@ -162,6 +162,8 @@ async def test_auto_falls_back_to_legacy_and_reinitialises_after_404(scripted: A
 
     def handler(msg: dict[str, Any], h: dict[str, str]) -> Any:
         method = msg.get("method")
+        if "_http" in msg:  # the DELETE that ends the session on close
+            return 405, "text/plain", [b"no"]
         if method == "server/discover":
             return err(400, msg["id"], -32000, "Bad Request: Server not initialized")
         if method == "initialize":
@@ -183,9 +185,9 @@ async def test_auto_falls_back_to_legacy_and_reinitialises_after_404(scripted: A
         assert c.era == "legacy" and c.version == "2025-06-18"
         assert (await c.call_tool("x", {}))["content"][0]["text"] == "s1"
         assert (await c.call_tool("x", {}))["content"][0]["text"] == "s2"
-    methods = [m.get("method") for m, _ in s.requests]
+    methods = [m.get("method") or m["_http"].split()[0] for m, _ in s.requests]
     assert methods == ["server/discover", "initialize", "notifications/initialized", "tools/call", "tools/call",
-                       "initialize", "notifications/initialized", "tools/call"]
+                       "initialize", "notifications/initialized", "tools/call", "DELETE"]
     init = s.requests[1][0]
     assert "_meta" not in init["params"] and init["params"]["protocolVersion"] == "2025-11-25"
     assert s.requests[3][1]["mcp-protocol-version"] == "2025-06-18"
