@@ -10,8 +10,10 @@ from .server import content
 from .server.app import App
 from .server.context import Context, ElicitResult, InputRequest, elicitation, roots, sampling, url_elicitation
 from .server.events import ChangeEvent, EventBus, MemoryEventBus
+from .server.handles import Handle, HandleEnded, HandleError, HandleExpired, HandleUnknown
 from .server.registry import PromptArgument
 from .server.results import ToolError, ToolResult, assistant, user
+from .state import StateBundle, StateUnavailable, open_state
 from .tasks.runtime import TaskRuntime
 from .transports.http import HttpTransport
 
@@ -27,6 +29,11 @@ __all__ = [
     "Context",
     "ElicitResult",
     "EventBus",
+    "Handle",
+    "HandleEnded",
+    "HandleError",
+    "HandleExpired",
+    "HandleUnknown",
     "HttpTransport",
     "InputRequest",
     "KeyRing",
@@ -34,6 +41,8 @@ __all__ = [
     "MemoryEventBus",
     "OriginPolicy",
     "PromptArgument",
+    "StateBundle",
+    "StateUnavailable",
     "SyncClient",
     "TaskRuntime",
     "ToolError",
@@ -42,6 +51,7 @@ __all__ = [
     "assistant",
     "content",
     "elicitation",
+    "open_state",
     "roots",
     "sampling",
     "url_elicitation",

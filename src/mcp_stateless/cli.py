@@ -102,6 +102,38 @@ def configure_keys(app: App, instances: int) -> None:
         )
 
 
+def default_state_url(app: App, workers: int) -> str:
+    """SQLite under $XDG_STATE_HOME (~/.local/state)/mcp-stateless/<app name>.db. One process keeps its
+    change events to itself (so unrelated servers of the same app never cross-talk); workers share them."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    name = "".join(c if c.isalnum() or c in "-_." else "_" for c in app.name) or "app"
+    url = f"sqlite:///{os.path.join(base, 'mcp-stateless', name + '.db')}"
+    return url if workers > 1 else url + "?events=local"
+
+
+def configure_state(app: App, url: str | None, workers: int) -> None:
+    """Open the state store `--state` (or MCP_STATELESS_STATE) names, or the SQLite default."""
+    from .state import STATE_ENV, open_state, redact
+
+    spec = url or os.environ.get(STATE_ENV)
+    if not spec and app.state is not None:
+        return  # the app opened its own state and nothing on the command line overrides it
+    spec = spec or default_state_url(app, workers)
+    try:
+        bundle = open_state(spec)
+    except ValueError as e:
+        raise CliError(f"--state: {e}") from None
+    if workers > 1 and not bundle.multiprocess:
+        raise CliError(f"--state {redact(spec)} cannot be shared by {workers} workers: "
+                       "use sqlite:///path.db (one machine) or redis://host:port/db")
+    if bundle.shared and app.key_ring is None:
+        raise CliError(f"--state {redact(spec)} is shared by several instances, so they need one MRTR key: "
+                       f"set {KEYS_ENV}=kid:base64secret (the same on every instance)")
+    os.environ[STATE_ENV] = spec  # worker processes open the same store
+    app.use_state(bundle)
+    log.debug("state: %s", redact(spec))
+
+
 def origin_policy(host: str, allowed_hosts: list[str], allowed_origins: list[str]) -> OriginPolicy | None:
     if allowed_hosts or allowed_origins:
         if "*" in allowed_hosts:
@@ -169,6 +201,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="accept this Origin, e.g. https://app.example.com (repeatable)")
     s.add_argument("--max-body", type=int, default=4 * 1024 * 1024, metavar="BYTES",
                    help="largest accepted request body (default 4 MiB; larger gets 413)")
+    s.add_argument("--state", metavar="URL", default=None,
+                   help="where handles and change events live: sqlite:///path.db (default: one file per app "
+                        "under ~/.local/state/mcp-stateless), redis://host:6379/0 (several machines), memory:// "
+                        "(tests, one process); also MCP_STATELESS_STATE")
+    s.add_argument("--instance-name", metavar="NAME", default=None,
+                   help="name this instance in an X-Mcp-Instance response header (off by default; "
+                        "also MCP_STATELESS_INSTANCE)")
     s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error", "critical"],
                    help="server log level (logs go to stderr)")
     from .client.cli import add_subcommands as add_client_subcommands
@@ -211,10 +250,14 @@ def _serve(args: Any) -> int:
         out_fd = protect_stdout()  # before the app is imported: its prints must not reach the stream
         app = load_app(args.app)
         configure_keys(app, 1)
+        configure_state(app, args.state, 1)
         return serve_stdio(app, out_fd)
     host, port = parse_hostport(args.http)
     app = load_app(args.app)  # fail fast on a bad APP, even with several workers
     configure_keys(app, args.workers)
+    configure_state(app, args.state, args.workers)
+    if args.instance_name:
+        os.environ["MCP_STATELESS_INSTANCE"] = args.instance_name
     _check_port_free(host, port)
     from .transports import serve_http
 

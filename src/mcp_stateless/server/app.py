@@ -29,11 +29,14 @@ from ..protocol.mrtr import (
     seal,
 )
 from ..protocol.versions import MODERN_VERSIONS
+from ..state.base import HandleStore, StateBundle
 from ..tasks.model import EXTENSION_ID as TASKS_EXTENSION
 from ..tasks.runtime import REQUIRED_CAPABILITY as TASKS_REQUIRED
 from ..tasks.runtime import TaskRuntime, declares_tasks
+from . import handles
 from .context import Context, InputRequired, Outbox
 from .events import ChangeEvent, EventBus, MemoryEventBus, Subscription
+from .handles import Handle
 from .registry import (
     DetachMode,
     Prompt,
@@ -110,6 +113,7 @@ class App:
         listen_keepalive_s: float = 15.0,
         supported_versions: tuple[str, ...] = MODERN_VERSIONS,
         tasks: TaskRuntime | None = None,
+        state: StateBundle | None = None,
     ) -> None:
         self.name = name
         self.version = version
@@ -128,6 +132,11 @@ class App:
             self._cache.update(cache)
         self.key_ring = key_ring
         self.events: EventBus = event_bus if event_bus is not None else MemoryEventBus()
+        self._own_event_bus = event_bus is not None
+        self.state: StateBundle | None = None
+        self._handle_store: HandleStore | None = None
+        if state is not None:
+            self.use_state(state)
         self.resolve_principal: PrincipalResolver = principal or _anonymous
         self.mrtr_ttl_s = mrtr_ttl_s
         self.listen_keepalive_s = listen_keepalive_s
@@ -164,6 +173,22 @@ class App:
         runtime.attach(self)
         self.tasks = runtime
         self._extra_methods.update(runtime.methods())
+
+    def use_state(self, bundle: StateBundle) -> None:
+        """Keep handles (and change events, unless an `event_bus` was given) in `bundle`'s stores."""
+        self.state = bundle
+        self._handle_store = bundle.handles
+        if not self._own_event_bus:
+            self.events = bundle.events
+
+    @property
+    def handle_store(self) -> HandleStore:
+        """Where handles live: the state bundle's store, or (no state configured) this process's memory."""
+        if self._handle_store is None:
+            from ..state.memory import MemoryHandleStore
+
+            self._handle_store = MemoryHandleStore()
+        return self._handle_store
 
     # ------------------------------------------------------------------ registration
     def tool(
@@ -203,6 +228,7 @@ class App:
                     task=task,
                     detach=detach,
                     retry_safe=retry_safe,
+                    injectable=(Context, Handle),
                 )
             )
             return fn
@@ -481,6 +507,11 @@ class App:
         except ArgumentError as e:
             return error_result(f"Invalid arguments for tool {tool.name}: {e}")
         self._inject(tool.input.injected, ctx, kwargs)
+        handles.CURRENT_STORE.set(self.handle_store)
+        try:
+            await handles.resolve_arguments(tool.input.injected, ctx, kwargs)
+        except ToolError as e:
+            return error_result(str(e))
         try:
             value = await self._invoke(tool.fn, tool.is_async, kwargs)
         except asyncio.CancelledError:
@@ -700,6 +731,9 @@ class App:
         sid = req.id
         tag = {META_SUBSCRIPTION_ID: sid}
         with self._subscription() as sub:
+            ready = getattr(sub, "ready", None)
+            if ready is not None:  # a shared bus: acknowledge only once events from other instances arrive
+                await ready()
             yield {
                 "jsonrpc": "2.0",
                 "method": "notifications/subscriptions/acknowledged",

@@ -101,7 +101,11 @@ def input_binding(
         inj = next((t for t in injectable if isinstance(base, type) and issubclass(base, t)), None)
         if inj is not None:
             injected[name] = base
-            continue
+            # A resolved type (a handle) stays a string argument; the framework resolves it before the call.
+            argument = getattr(base, "__mcp_argument__", None)
+            if argument is None:
+                continue
+            ann = argument()
         default = ... if p.default is inspect.Parameter.empty else p.default
         fields[name] = (ann, default)
 

@@ -50,7 +50,7 @@ def build_transport(settings: Settings, app: App) -> HttpTransport:
 
 def worker_app() -> HttpTransport:
     """uvicorn factory run inside each worker process."""
-    from ..cli import configure_keys, load_app
+    from ..cli import configure_keys, configure_state, load_app
 
     raw = json.loads(os.environ[SETTINGS_ENV])
     raw["allowed_hosts"] = tuple(raw["allowed_hosts"])
@@ -58,6 +58,7 @@ def worker_app() -> HttpTransport:
     settings = Settings(**raw)
     app = load_app(settings.app_spec)
     configure_keys(app, settings.workers)
+    configure_state(app, None, settings.workers)  # the store the parent chose, via MCP_STATELESS_STATE
     return build_transport(settings, app)
 
 
