@@ -1,0 +1,63 @@
+"""Our Client against the official Python SDK server (mcp 2.3.0, its own venv), over HTTP and stdio."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_stateless import Client
+from mcp_stateless.client import ERA_CACHE
+
+ROOT = Path(__file__).resolve().parents[2]
+PY = ROOT / ".cache" / "venv-mcp-2.3.0" / "bin" / "python"
+SERVER = ROOT / "tests" / "interop" / "servers" / "py_mcp_server.py"
+
+pytestmark = pytest.mark.skipif(not PY.exists(), reason="official SDK venv missing (created by .ci/run)")
+
+
+@pytest.fixture(scope="module")
+def http_url() -> Iterator[str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([str(PY), str(SERVER), "http", str(port)], stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert proc.poll() is None
+            time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@pytest.fixture(params=["http", "stdio"])
+def client(request: pytest.FixtureRequest, http_url: str) -> Client:
+    ERA_CACHE.clear()
+    kw: dict[str, Any] = {"elicitation": lambda p: {"action": "accept", "content": {"name": "Ada"}}}
+    if request.param == "http":
+        return Client(http_url, **kw)
+    return Client(stdio=[str(PY), str(SERVER), "stdio"], **kw)
+
+
+async def test_discover_list_call_mrtr_read(client: Client) -> None:
+    async with client as c:
+        d = await c.discover()
+        assert c.era == "modern" and "2026-07-28" in d["supportedVersions"]
+        assert (c.server_info or {}).get("name") == "py-interop"
+        assert [t["name"] for t in await c.list_tools()] == ["echo", "greet"]
+        r = await c.call_tool("echo", {"text": "héllo ✓"})
+        assert r["content"] == [{"type": "text", "text": "héllo ✓"}]
+        r = await c.call_tool("greet", {})
+        assert r["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+        r = await c.read_resource("test://hello")
+        assert r["contents"][0]["text"] == "hello from python"
