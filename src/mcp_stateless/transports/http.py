@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -29,6 +30,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
+INSTANCE_ENV = "MCP_STATELESS_INSTANCE"
 
 _JSON_HEADERS = [(b"content-type", b"application/json")]
 _LOOPBACK_ADDRS = frozenset({"127.0.0.1", "::1", "localhost"})
@@ -76,16 +78,22 @@ class HttpTransport:
         path: str | None = "/mcp",
         origin_policy: OriginPolicy | None = None,
         max_body: int = DEFAULT_MAX_BODY,
+        instance: str | None = None,
     ) -> None:
         self.app = app
         self.path = path
         self.origin_policy = origin_policy
         self._loopback_policy = OriginPolicy.loopback()
         self.max_body = max_body
+        # Opt-in: name this instance in an X-Mcp-Instance header of every response (debugging a cluster).
+        name = instance if instance is not None else os.environ.get(INSTANCE_ENV)
+        self._instance_header = (b"x-mcp-instance", name.encode("latin-1")) if name else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "http":
+            if self._instance_header is not None:
+                send = _with_header(send, self._instance_header)
             await self._http(scope, receive, send)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
@@ -284,6 +292,15 @@ class HttpTransport:
         finally:
             disconnect.cancel()
             await stream.aclose()
+
+
+def _with_header(send: Send, header: tuple[bytes, bytes]) -> Send:
+    async def wrapped(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", ()), header]}
+        await send(message)
+
+    return wrapped
 
 
 async def _wait_disconnect(receive: Receive) -> None:
