@@ -45,6 +45,11 @@ def _json(msg: Any) -> bytes:
         return orjson.dumps(errors.error_response(msg.get("id") if isinstance(msg, dict) else None, err))
 
 
+def _json_headers(length: int) -> list[tuple[bytes, bytes]]:
+    # perf: a Content-Length lets uvicorn skip chunked framing for the (usual) JSON answer
+    return [(b"content-type", b"application/json"), (b"content-length", b"%d" % length)]
+
+
 class _Outbox:
     """Collects request-scoped notifications and wakes the response writer."""
 
@@ -53,14 +58,67 @@ class _Outbox:
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
         self.pending: list[dict[str, Any]] = []
-        self.wake: asyncio.Event | None = None
+        self.wake: _Waiter | None = None
 
     def emit(self, message: dict[str, Any]) -> None:
         if not self.enabled:
             return
         self.pending.append(message)
         if self.wake is not None:
-            self.wake.set()
+            self.wake.wake()
+
+
+class _Waiter:
+    """Wakes the response writer when the handler finishes, emits a notification, or the client goes.
+
+    perf: one future per wait replaces an Event + a waker task + asyncio.wait() per request, and the
+    disconnect watcher (a task blocked in receive()) is started only if the handler is still running
+    after its first step: it is scheduled with call_soon right after the handler task, so it runs
+    straight after that step. A handler that answers without suspending (the common async tool)
+    thus costs one task; one that suspends is watched as before, and a disconnect cancels it.
+    """
+
+    __slots__ = ("_closed", "_future", "_loop", "_receive", "_task", "_watcher", "disconnected")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any], receive: Receive) -> None:
+        self._loop = loop
+        self._task = task
+        self._receive = receive
+        self._future: asyncio.Future[None] | None = None
+        self._watcher: asyncio.Task[None] | None = None
+        self._closed = False
+        self.disconnected = False
+        task.add_done_callback(self._on_done)
+        loop.call_soon(self._start_watcher)
+
+    def _start_watcher(self) -> None:
+        if not self._closed and not self._task.done():
+            self._watcher = self._loop.create_task(self._watch())
+
+    async def _watch(self) -> None:
+        await _wait_disconnect(self._receive)
+        self.disconnected = True
+        self.wake()
+
+    def _on_done(self, _task: object) -> None:
+        self.wake()
+
+    def wake(self) -> None:
+        f = self._future
+        if f is not None and not f.done():
+            f.set_result(None)
+
+    async def wait(self) -> None:
+        self._future = self._loop.create_future()
+        try:
+            await self._future
+        finally:
+            self._future = None
+
+    def close(self) -> None:
+        self._closed = True
+        if self._watcher is not None:
+            self._watcher.cancel()
 
 
 class HttpTransport:
@@ -126,9 +184,8 @@ class HttpTransport:
             if path.rstrip("/") != self.path.rstrip("/"):
                 await _plain(send, 404, b"Not Found")
                 return
-        headers: dict[str, str] = {}
-        for k, v in scope["headers"]:
-            headers[k.decode("latin-1")] = v.decode("latin-1")
+        # perf: one comprehension (a repeated header keeps its last value, as before)
+        headers: dict[str, str] = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
 
         policy = self._policy(scope)
         if policy is not None:
@@ -216,18 +273,14 @@ class HttpTransport:
         outbox = _Outbox(enabled=can_sse)
         loop = asyncio.get_running_loop()
         task = loop.create_task(self.app.handle(req, principal, outbox))
-        disconnect = loop.create_task(_wait_disconnect(receive))
+        waiter = outbox.wake = _Waiter(loop, task, receive)
         streaming = not can_json
         started = False
         try:
             while True:
-                if not outbox.pending and not task.done():
-                    outbox.wake = asyncio.Event()
-                    waker = loop.create_task(outbox.wake.wait())
-                    await asyncio.wait((task, disconnect, waker), return_when=asyncio.FIRST_COMPLETED)
-                    waker.cancel()
-                    outbox.wake = None
-                if disconnect.done():
+                if not outbox.pending and not task.done() and not waiter.disconnected:
+                    await waiter.wait()
+                if waiter.disconnected:
                     task.cancel()
                     return
                 if outbox.pending:
@@ -249,12 +302,12 @@ class HttpTransport:
                 await send({"type": "http.response.body", "body": sse.event(data)})
             else:
                 status = errors.http_status_for(response["error"]["code"]) if "error" in response else 200
-                await send({"type": "http.response.start", "status": status, "headers": _JSON_HEADERS})
+                await send({"type": "http.response.start", "status": status, "headers": _json_headers(len(data))})
                 await send({"type": "http.response.body", "body": data})
         finally:
             if not task.done():
                 task.cancel()
-            disconnect.cancel()
+            waiter.close()
 
     async def _listen(self, req: Request, principal: str, receive: Receive, send: Send) -> None:
         try:
@@ -315,8 +368,9 @@ async def _send_json(send: Send, status: int, body: Any) -> None:
         await send({"type": "http.response.start", "status": status, "headers": []})
         await send({"type": "http.response.body", "body": b""})
         return
-    await send({"type": "http.response.start", "status": status, "headers": _JSON_HEADERS})
-    await send({"type": "http.response.body", "body": orjson.dumps(body)})
+    data = orjson.dumps(body)
+    await send({"type": "http.response.start", "status": status, "headers": _json_headers(len(data))})
+    await send({"type": "http.response.body", "body": data})
 
 
 async def _error(send: Send, status: int, id_: Any, err: McpError) -> None:
