@@ -136,8 +136,8 @@ class RedisHandleStore:
 
     async def swap(self, key: str, expected_version: int, data: dict[str, Any], expires_at: float,
                    purge_at: float, ended: bool) -> bool:
-        args: list[str | bytes] = [str(expected_version), orjson.dumps(data), _f(expires_at), _f(purge_at), "1" if ended else "0",
-                str(_ms(purge_at)), str(expected_version + 1)]
+        args: list[str | bytes] = [str(expected_version), orjson.dumps(data), _f(expires_at), _f(purge_at),
+                                   "1" if ended else "0", str(_ms(purge_at)), str(expected_version + 1)]
         k = self._key(key)
         done = await self.conn.call(lambda r: r.eval(_SWAP, 1, k, *args))
         return int(done) == 1
