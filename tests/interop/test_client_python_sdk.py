@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import subprocess
 import time
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 
 from mcp_stateless import Client
-from mcp_stateless.client import ERA_CACHE
+from mcp_stateless.client import ERA_CACHE, Acknowledged, ToolsListChanged
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = ROOT / ".cache" / "venv-mcp-2.3.0" / "bin" / "python"
@@ -54,10 +55,28 @@ async def test_discover_list_call_mrtr_read(client: Client) -> None:
         d = await c.discover()
         assert c.era == "modern" and "2026-07-28" in d["supportedVersions"]
         assert (c.server_info or {}).get("name") == "py-interop"
-        assert [t["name"] for t in await c.list_tools()] == ["echo", "greet"]
+        assert [t["name"] for t in await c.list_tools()] == ["echo", "greet", "toggle"]
         r = await c.call_tool("echo", {"text": "héllo ✓"})
         assert r["content"] == [{"type": "text", "text": "héllo ✓"}]
         r = await c.call_tool("greet", {})
         assert r["content"] == [{"type": "text", "text": "Hello, Ada!"}]
         r = await c.read_resource("test://hello")
         assert r["contents"][0]["text"] == "hello from python"
+
+
+async def test_listen_tools_list_changed(client: Client) -> None:
+    async with client as c, c.listen(tools=True) as sub:
+        it = aiter(sub)
+        ack = await asyncio.wait_for(anext(it), 10)
+        assert isinstance(ack, Acknowledged) and ack.honoured == {"toolsListChanged": True} and ack.dropped == {}
+        r = await c.call_tool("toggle", {})
+        assert r["content"] == [{"type": "text", "text": "added"}]
+        ev = await asyncio.wait_for(anext(it), 10)
+        assert isinstance(ev, ToolsListChanged) and ev.method == "notifications/tools/list_changed"
+        assert ev.params["_meta"]["io.modelcontextprotocol/subscriptionId"] is not None
+        assert [t["name"] for t in await c.list_tools()] == ["echo", "greet", "toggle", "extra"]
+        r = await c.call_tool("toggle", {})  # back to the original list for the other tests
+        assert r["content"] == [{"type": "text", "text": "removed"}]
+        ev = await asyncio.wait_for(anext(it), 10)
+        assert isinstance(ev, ToolsListChanged)
+        assert [t["name"] for t in await c.list_tools()] == ["echo", "greet", "toggle"]

@@ -1,4 +1,5 @@
-"""An official Python SDK (mcp 2.3.0) server for our client's interop tests: echo, an MRTR tool, a resource.
+"""An official Python SDK (mcp 2.3.0) server for our client's interop tests: echo, an MRTR tool, a resource,
+and `toggle`, which adds or removes the `extra` tool and publishes tools/list_changed to listen streams.
 
     <mcp venv python> py_mcp_server.py stdio
     <mcp venv python> py_mcp_server.py http PORT
@@ -30,6 +31,24 @@ def greet(ctx: Context) -> t.CallToolResult | t.InputRequiredResult:
     return t.InputRequiredResult(input_requests={"name": t.ElicitRequest(
         method="elicitation/create", params=t.ElicitRequestFormParams(message="What is your name?",
                                                                       requested_schema=schema))})
+
+
+def extra() -> str:
+    """Comes and goes."""
+    return "extra"
+
+
+@app.tool()
+async def toggle(ctx: Context) -> str:
+    """Add or remove the `extra` tool, then notify subscriptions/listen streams."""
+    if any(tool.name == "extra" for tool in await app.list_tools()):
+        app.remove_tool("extra")
+        state = "removed"
+    else:
+        app.add_tool(extra, name="extra")
+        state = "added"
+    await ctx.notify_tools_changed()
+    return state
 
 
 @app.resource("test://hello", description="A static text")
