@@ -19,6 +19,7 @@ from .events import (
 )
 from .handlers import Handlers
 from .sync import SyncClient
+from .tasks import TaskCancelled, TaskHandle
 
 __all__ = [
     "ERA_CACHE",
@@ -38,6 +39,8 @@ __all__ = [
     "ServerLost",
     "StreamBroken",
     "Subscription",
+    "TaskCancelled",
+    "TaskHandle",
     "SyncClient",
     "TooManyRounds",
     "ToolsListChanged",

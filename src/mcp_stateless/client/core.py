@@ -36,6 +36,8 @@ from .events import (
     obj,
 )
 from .handlers import Handler, Handlers, Roots
+from .tasks import EXTENSION_ID as TASKS_EXTENSION
+from .tasks import TaskHandle
 
 log = logging.getLogger("mcp_stateless.client")
 
@@ -126,6 +128,7 @@ class Client:
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
         stderr: int | None = None,
+        tasks: bool = False,
     ) -> None:
         if (url is None) == (stdio is None):
             raise ValueError("give exactly one of url or stdio")
@@ -142,6 +145,10 @@ class Client:
         self.client_info = dict(client_info or DEFAULT_CLIENT_INFO)
         self.handlers = Handlers(elicitation, url_elicitation, sampling, roots)
         self.capabilities = self.handlers.capabilities()
+        # Tasks extension (opt-in): the server may then answer tools/call with a task (see client/tasks.py)
+        self.tasks = tasks
+        if tasks:
+            self.capabilities.setdefault("extensions", {})[TASKS_EXTENSION] = {}
         self.timeout = timeout
         self.probe_timeout = probe_timeout
         self.max_rounds = max_rounds
@@ -294,6 +301,10 @@ class Client:
             uri = params.get("uri")
             if isinstance(uri, str):
                 h["Mcp-Name"] = encode_header_value(uri)
+        elif method in ("tasks/get", "tasks/update", "tasks/cancel"):
+            tid = params.get("taskId")
+            if isinstance(tid, str):
+                h["Mcp-Name"] = encode_header_value(tid)
         return h
 
     async def _send(
@@ -437,7 +448,9 @@ class Client:
         timeout: float | None,
         meta: Mapping[str, Any] | None,
     ) -> dict[str, Any]:
-        base = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
+        # MRTR fields of an earlier request never leak into this one (tasks/update's inputResponses are its own)
+        mrtr = method in MRTR_METHODS
+        base = {k: v for k, v in params.items() if not mrtr or k not in ("inputResponses", "requestState")}
         responses: dict[str, Any] | None = None
         state: str | None = None
         rounds = 0
@@ -451,6 +464,10 @@ class Client:
             rt = result.get("resultType", "complete")  # absent = a complete (legacy-style) result
             if rt == "complete":
                 return result
+            if rt == "task" and method == "tools/call" and self.tasks:
+                if not isinstance(result.get("taskId"), str):
+                    raise InvalidResult("tools/call: a task result without a taskId")
+                return result  # call_tool / start_tool wrap it in a TaskHandle
             if rt != "input_required" or method not in MRTR_METHODS:
                 raise InvalidResult(f"{method}: unknown or misplaced resultType {rt!r}")
             rounds += 1
@@ -580,7 +597,40 @@ class Client:
         safe: bool = False,
         idempotency_key: str | None = None,
     ) -> dict[str, Any]:
-        """tools/call; MRTR rounds are answered through the handlers. Returns the CallToolResult."""
+        """tools/call; MRTR rounds are answered through the handlers. Returns the CallToolResult (when the
+        server answers with a task, this waits for it: use `start_tool` to get the `TaskHandle` instead)."""
+        first = await self._call_tool(name, arguments, progress=progress, timeout=timeout, safe=safe,
+                                      idempotency_key=idempotency_key)
+        if first.get("resultType") == "task":
+            return await TaskHandle(self, first).wait()
+        return first
+
+    async def start_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        progress: Progress | None = None,
+        timeout: float | None = -1.0,
+        safe: bool = False,
+        idempotency_key: str | None = None,
+    ) -> TaskHandle:
+        """tools/call that may become a durable task (needs `Client(tasks=True)`). `await` the handle for the
+        CallToolResult; `handle.cancel()`, `handle.refresh()`, `handle.task_id` while it runs."""
+        first = await self._call_tool(name, arguments, progress=progress, timeout=timeout, safe=safe,
+                                      idempotency_key=idempotency_key)
+        return TaskHandle(self, first)
+
+    async def _call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        *,
+        progress: Progress | None,
+        timeout: float | None,
+        safe: bool,
+        idempotency_key: str | None,
+    ) -> dict[str, Any]:
         await self.connect()
         if self.is_http and self.era == "modern" and not self._tools_listed:
             with contextlib.suppress(McpError):
