@@ -173,6 +173,8 @@ class App:
         runtime.attach(self)
         self.tasks = runtime
         self._extra_methods.update(runtime.methods())
+        if self.state is not None:
+            runtime.adopt_state(self.state)
 
     def use_state(self, bundle: StateBundle) -> None:
         """Keep handles (and change events, unless an `event_bus` was given) in `bundle`'s stores."""
@@ -180,6 +182,8 @@ class App:
         self._handle_store = bundle.handles
         if not self._own_event_bus:
             self.events = bundle.events
+        if self.tasks is not None:
+            self.tasks.adopt_state(bundle)
 
     @property
     def handle_store(self) -> HandleStore:
