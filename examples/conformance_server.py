@@ -11,15 +11,24 @@ import asyncio
 import json
 from typing import Any
 
-from mcp_stateless import App, Context, McpError, TaskRuntime, ToolError, content, elicitation, roots, sampling
-from mcp_stateless.tasks.store import MemoryTaskStore
+from mcp_stateless import (
+    App,
+    Context,
+    McpError,
+    TaskRuntime,
+    ToolError,
+    content,
+    elicitation,
+    roots,
+    sampling,
+)
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
 WAV = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
 
-# Tasks live in memory here; `mcp-stateless serve --state sqlite:///…|redis://…` swaps in a durable store.
+# Tasks live in the app's state: SQLite by default under `mcp-stateless serve`, or `--state redis://…`.
 app = App("mcp-stateless-conformance", "0.1.0", instructions="Fixtures for the MCP conformance suite.",
-          tasks=TaskRuntime(MemoryTaskStore()))
+          tasks=TaskRuntime())
 
 NAME_FORM = {"type": "object", "properties": {"name": {"type": "string", "description": "Your name"}},
              "required": ["name"]}
@@ -277,7 +286,7 @@ def test_prompt_with_arguments(arg1: str, arg2: str) -> str:
 
 
 @app.prompt()
-def test_prompt_with_embedded_resource(resourceUri: str) -> list[dict[str, Any]]:  # noqa: N803
+def test_prompt_with_embedded_resource(resourceUri: str) -> list[dict[str, Any]]:
     """A prompt that includes an embedded resource"""
     return [
         {"role": "user", "content": content.embedded_resource(
@@ -325,7 +334,7 @@ def static_binary() -> dict[str, Any]:
 
 @app.resource("test://template/{id}/data", name="template-data",
               description="A resource template with an id parameter", mime_type="application/json")
-def template_data(id: str) -> str:  # noqa: A002
+def template_data(id: str) -> str:
     return json.dumps({"id": id, "templateTest": True, "data": f"Data for ID: {id}"}, separators=(",", ":"))
 
 

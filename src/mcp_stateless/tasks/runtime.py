@@ -27,11 +27,12 @@ from ..protocol.errors import McpError
 from ..server.context import Context, InputRequired
 from ..server.events import ChangeEvent
 from .model import EXTENSION_ID, TaskRecord, new_task_id
-from .store import StoreUnavailable, TaskStore
+from .store import MemoryTaskStore, StoreUnavailable, TaskStore, open_task_store
 
 if TYPE_CHECKING:
     from ..server.app import App
     from ..server.registry import Tool
+    from ..state.base import StateBundle
 
 log = logging.getLogger("mcp_stateless.tasks")
 
@@ -48,7 +49,7 @@ def declares_tasks(capabilities: dict[str, Any]) -> bool:
 class TaskRuntime:
     def __init__(
         self,
-        store: TaskStore,
+        store: TaskStore | None = None,
         *,
         ttl_ms: int | None = 3_600_000,
         poll_interval_ms: int = 250,
@@ -57,7 +58,9 @@ class TaskRuntime:
         max_attempts: int = 3,
         instance_id: str | None = None,
     ) -> None:
-        self.store = store
+        # No store given: tasks live wherever the app's state lives (`--state`), memory until then.
+        self._explicit_store = store is not None
+        self.store: TaskStore = store if store is not None else MemoryTaskStore()
         self.ttl_ms = ttl_ms
         self.poll_interval_ms = poll_interval_ms
         self.lease_s = lease_s
@@ -71,6 +74,12 @@ class TaskRuntime:
 
     def attach(self, app: App) -> None:
         self._app = app
+
+    def adopt_state(self, bundle: StateBundle) -> None:
+        """Keep tasks in the app's state backend (same URL as handles and events), unless this runtime was
+        built with its own store."""
+        if not self._explicit_store:
+            self.store = bundle.tasks if bundle.tasks is not None else open_task_store(bundle.url)
 
     @property
     def app(self) -> App:

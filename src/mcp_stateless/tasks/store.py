@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import orjson
 
@@ -135,14 +136,22 @@ class SqliteTaskStore(_AcloseMixin):
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         self._lock = asyncio.Lock()
-        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=10)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute(
-            "CREATE TABLE IF NOT EXISTS mcp_tasks (id TEXT PRIMARY KEY, version INTEGER NOT NULL, "
-            "status TEXT NOT NULL, lease_until REAL NOT NULL, expires_at REAL, data BLOB NOT NULL)"
-        )
-        self._conn.execute("CREATE INDEX IF NOT EXISTS mcp_tasks_lease ON mcp_tasks(status, lease_until)")
+        self._db: sqlite3.Connection | None = None  # opened on first use, like the other state stores
+
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        if self._db is None:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=10)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS mcp_tasks (id TEXT PRIMARY KEY, version INTEGER NOT NULL, "
+                "status TEXT NOT NULL, lease_until REAL NOT NULL, expires_at REAL, data BLOB NOT NULL)"
+            )
+            conn.execute("CREATE INDEX IF NOT EXISTS mcp_tasks_lease ON mcp_tasks(status, lease_until)")
+            self._db = conn
+        return self._db
 
     async def _run(self, fn: Callable[[], Any]) -> Any:
         async with self._lock:
@@ -209,7 +218,9 @@ class SqliteTaskStore(_AcloseMixin):
         return result
 
     async def close(self) -> None:
-        await self._run(self._conn.close)
+        if self._db is not None:
+            db, self._db = self._db, None
+            await self._run(db.close)
 
 
 _CAS_LUA = """
@@ -286,13 +297,20 @@ class RedisTaskStore(_AcloseMixin):
 
 
 def open_task_store(url: str | None) -> TaskStore:
-    """`memory://`, `sqlite:///path/state.db` or `redis://host:port/db`."""
+    """The task store a state URL names: `memory://`, `sqlite:///path/state.db` (`sqlite:////abs/path`),
+    `redis://host:port/db` (`?prefix=…&timeout=…` as for `open_state`)."""
     if not url or url.startswith("memory:"):
         return MemoryTaskStore()
-    if url.startswith("sqlite:///"):
-        return SqliteTaskStore(url[len("sqlite:///") :])  # sqlite:////abs/path keeps its leading slash
-    if url.startswith(("redis://", "rediss://", "unix://")):
-        return RedisTaskStore(url)
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query))
+    if parts.scheme == "sqlite":
+        path = url[len("sqlite:///"):].split("?", 1)[0]  # sqlite:////abs/path keeps its leading slash
+        return SqliteTaskStore(path)
+    if parts.scheme in ("redis", "rediss", "unix"):
+        rest = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k not in ("prefix", "timeout")])
+        clean = urlunsplit((parts.scheme, parts.netloc, parts.path, rest, ""))
+        prefix = query.get("prefix", "mcp-stateless:") + "task:"
+        return RedisTaskStore(clean, prefix=prefix, timeout_s=float(query.get("timeout", 2.0)))
     raise ValueError(f"unknown task store URL {url!r}")
 
 
