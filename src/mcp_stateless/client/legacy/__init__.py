@@ -35,6 +35,7 @@ from ..events import (
     obj,
 )
 from ..handlers import Handlers
+from ..http11 import Response
 from .sse_transport import SseChannel
 
 log = logging.getLogger("mcp_stateless.client.legacy")
@@ -266,10 +267,14 @@ class LegacySession:
                 await self.request("resources/subscribe", {"uri": uri})
             honoured["resourceSubscriptions"] = uris
         q: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        self._listeners.append(q)
         getter: asyncio.Task[None] | None = None
+        resp: Response | None = None
         if isinstance(self.wire, HttpChannel):
-            getter = asyncio.get_running_loop().create_task(self._get_stream(q))
+            # Open the GET stream before acknowledging: a change made right after the acknowledgement must not
+            # be lost because the server had no standalone stream to put it on yet.
+            resp = await self.wire.get({"Accept": "text/event-stream", **self._headers()})
+            getter = asyncio.get_running_loop().create_task(self._get_stream(q, resp))
+        self._listeners.append(q)
         dropped = {k: v for k, v in flt.items() if k not in honoured}
         try:
             yield Acknowledged("notifications/subscriptions/acknowledged", {"notifications": honoured},
@@ -294,13 +299,12 @@ class LegacySession:
                 getter.cancel()
                 with contextlib.suppress(BaseException):
                     await getter
+            if resp is not None:
+                await resp.aclose()
 
-    async def _get_stream(self, q: asyncio.Queue[dict[str, Any]]) -> None:
+    async def _get_stream(self, q: asyncio.Queue[dict[str, Any]], resp: Response) -> None:
         from ..sse import SSEParser
 
-        assert isinstance(self.wire, HttpChannel)
-        headers = {"Accept": "text/event-stream", **self._headers()}
-        resp = await self.wire.get(headers)
         try:
             if resp.status != 200 or resp.content_type != "text/event-stream":
                 await resp.read()
