@@ -56,7 +56,36 @@ def build() -> App:
     def watched(name: str) -> str:
         return name
 
+    add_task_tools(app)
     return app
+
+
+def add_task_tools(app: App) -> None:
+    """Tasks extension tools for tests/cluster/test_tasks_cluster.py (short leases so a dead instance is
+    noticed quickly)."""
+    import asyncio
+
+    from mcp_stateless import TaskRuntime
+
+    app.enable_tasks(TaskRuntime(lease_s=1.5, sweep_interval_s=0.25, poll_interval_ms=100))
+
+    @app.tool(task="optional", retry_safe=True)
+    async def long_job(seconds: float) -> str:
+        """Safe to repeat: another instance re-runs it if this one dies"""
+        await asyncio.sleep(seconds)
+        return f"long job done after {seconds:g}s"
+
+    @app.tool(task="optional")
+    async def fragile_job(seconds: float) -> str:
+        """Not safe to repeat: marked failed if its instance dies"""
+        await asyncio.sleep(seconds)
+        return "fragile job done"
+
+    @app.tool(task="optional")
+    def approve(ctx: Context, item: str) -> str:
+        answer = ctx.elicit(f"Approve {item}?", {"type": "object", "properties": {"ok": {"type": "boolean"}},
+                                                 "required": ["ok"]}, key="approve")
+        return f"{item}: {'approved' if answer.content and answer.content.get('ok') else 'rejected'}"
 
 
 app = build()
