@@ -32,7 +32,15 @@ start_server() {
     done
     echo "server did not start" >&2; return 1
 }
-stop_server() { [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null; SERVER_PID=""; }
+# The server exits by SIGTERM (status 143): that status must never become the script's.
+stop_server() {
+    if [ -n "$SERVER_PID" ]; then
+        kill "$SERVER_PID" 2>/dev/null || true
+        wait "$SERVER_PID" 2>/dev/null || true
+        SERVER_PID=""
+    fi
+    return 0
+}
 trap stop_server EXIT
 
 mkdir -p "$OUT"
