@@ -13,7 +13,6 @@ import hmac
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -99,13 +98,41 @@ def params_digest(method: str, params: Mapping[str, Any]) -> str:
     return _b64e(hashlib.sha256(blob).digest()[:18])
 
 
-@dataclass(slots=True)
 class StateContext:
-    """What a sealed state is bound to."""
+    """What a sealed state is bound to.
 
-    principal: str
-    method: str
-    digest: str
+    perf: `StateContext.of(principal, method, params)` defers the params digest (a sorted JSON dump and
+    a SHA-256) until a state is actually sealed or opened, which most tools/call requests never do."""
+
+    __slots__ = ("_digest", "_params", "method", "principal")
+
+    def __init__(self, principal: str, method: str, digest: str | None = None) -> None:
+        self.principal = principal
+        self.method = method
+        self._digest = digest
+        self._params: Mapping[str, Any] | None = None
+
+    @classmethod
+    def of(cls, principal: str, method: str, params: Mapping[str, Any]) -> StateContext:
+        ctx = cls(principal, method)
+        ctx._params = params
+        return ctx
+
+    @property
+    def digest(self) -> str:
+        if self._digest is None:
+            self._digest = params_digest(self.method, self._params or {})
+        return self._digest
+
+    def __repr__(self) -> str:
+        return f"StateContext({self.principal!r}, {self.method!r}, {self.digest!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StateContext):
+            return NotImplemented
+        return (self.principal, self.method, self.digest) == (other.principal, other.method, other.digest)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it replaces
 
 
 def seal(ring: KeyRing, ctx: StateContext, payload: Any, ttl_s: float, now: float | None = None) -> str:

@@ -25,7 +25,6 @@ from ..protocol.mrtr import (
     StateContext,
     check_input_responses,
     open_state,
-    params_digest,
     seal,
 )
 from ..protocol.versions import MODERN_VERSIONS
@@ -471,7 +470,7 @@ class App:
         ctx.mrtr_allowed = True
         params = req.params
         responses = check_input_responses(params.get("inputResponses"))
-        sctx = StateContext(principal, req.method, params_digest(req.method, params))
+        sctx = StateContext.of(principal, req.method, params)  # perf: digest computed only if needed
         state = params.get("requestState")
         if state is not None:
             payload = open_state(self.ensure_key_ring(), sctx, state)

@@ -8,6 +8,7 @@ out across instances with the same interface.
 from __future__ import annotations
 
 import asyncio
+import collections
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -42,33 +43,49 @@ class EventBus(Protocol):
 
 
 class _QueueSubscription:
-    __slots__ = ("_bus", "_queue")
+    """perf: a bounded deque plus at most one waiting future (and one timer) per idle reader, instead
+    of an asyncio.Queue and a wait_for() task per wait: ten thousand idle listen streams stay small
+    and one publish wakes each reader directly."""
+
+    __slots__ = ("_bus", "_queue", "_waiter")
 
     def __init__(self, bus: MemoryEventBus) -> None:
         self._bus = bus
-        self._queue: asyncio.Queue[ChangeEvent] = asyncio.Queue(maxsize=bus.max_backlog)
+        # A stalled reader loses the oldest event (maxlen drops it), never the process's memory.
+        self._queue: collections.deque[ChangeEvent] = collections.deque(maxlen=bus.max_backlog)
+        self._waiter: asyncio.Future[ChangeEvent | None] | None = None
 
     def put(self, event: ChangeEvent) -> None:
-        try:
-            self._queue.put_nowait(event)
-        except asyncio.QueueFull:
-            # A stalled reader loses the oldest event, never the process's memory.
-            self._queue.get_nowait()
-            self._queue.put_nowait(event)
+        w = self._waiter
+        if w is not None and not w.done():
+            w.set_result(event)  # hand it straight to the waiting reader
+        else:
+            self._queue.append(event)
 
     async def get(self, timeout: float | None) -> ChangeEvent | None:
-        if timeout is None:
-            return await self._queue.get()
+        if self._queue:
+            return self._queue.popleft()
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[ChangeEvent | None] = loop.create_future()
+        self._waiter = waiter
+        timer = loop.call_later(timeout, _expire, waiter) if timeout is not None else None
         try:
-            return await asyncio.wait_for(self._queue.get(), timeout)
-        except TimeoutError:
-            return None
+            return await waiter
+        finally:
+            self._waiter = None
+            if timer is not None:
+                timer.cancel()
 
     def end(self) -> None:
         self.put(END)
 
     def close(self) -> None:
         self._bus._subs.discard(self)
+
+
+def _expire(waiter: asyncio.Future[ChangeEvent | None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 class MemoryEventBus:
