@@ -191,3 +191,19 @@ async def test_auto_falls_back_to_legacy_and_reinitialises_after_404(scripted: A
     init = s.requests[1][0]
     assert "_meta" not in init["params"] and init["params"]["protocolVersion"] == "2025-11-25"
     assert s.requests[3][1]["mcp-protocol-version"] == "2025-06-18"
+
+
+async def test_http_error_with_null_id_is_the_requests_error(scripted: Any) -> None:
+    """A 4xx carrying a JSON-RPC error with id null (e.g. the TS SDK 1.x "Server not initialized") rejects the
+    request it answers: an McpError, not a broken stream, and a safe request is not re-issued."""
+    from mcp_stateless.protocol.errors import McpError
+
+    def handler(msg: dict[str, Any], h: dict[str, str]) -> Any:
+        return err(400, None, -32000, "Bad Request: Server not initialized")
+
+    s = await scripted(handler)
+    async with Client(s.url, version="2026-07-28") as c:
+        with pytest.raises(McpError) as e:
+            await c.request("tools/list", {})
+    assert e.value.code == -32000 and e.value.message == "Bad Request: Server not initialized"
+    assert [m["method"] for m, _ in s.requests] == ["tools/list"]

@@ -372,6 +372,8 @@ class Client:
                 if "method" not in m:
                     if m.get("id") == id_ and ("result" in m or "error" in m):
                         return m
+                    if m.get("id") is None and "error" in m and ex.status >= 400:
+                        return {**m, "id": id_}  # HTTP: one request per POST, so an id-less error rejects it
                     continue
                 self._notification(m, progress)
         finally:

@@ -35,7 +35,6 @@ from ..events import (
     obj,
 )
 from ..handlers import Handlers
-from ..http11 import Response
 from .sse_transport import SseChannel
 
 log = logging.getLogger("mcp_stateless.client.legacy")
@@ -80,6 +79,8 @@ class LegacySession:
         self._ids = itertools.count(1)
         self._tasks: set[asyncio.Task[None]] = set()
         self._listeners: list[asyncio.Queue[dict[str, Any]]] = []
+        self._standing: asyncio.Task[None] | None = None  # the session's GET stream (Streamable HTTP)
+        self._standing_open: asyncio.Future[bool] | None = None
         self._initialised = False
         self._lock = asyncio.Lock()
         if isinstance(channel, StdioChannel):
@@ -137,6 +138,14 @@ class LegacySession:
         self._init_result = result
         self._initialised = True
         await self.wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"}, self._headers())
+        if isinstance(self.wire, HttpChannel):
+            self._stop_standing()  # a re-initialised session gets its own stream
+            if self.handlers.capabilities():
+                # Servers may send their sampling / elicitation / roots requests on the session's GET stream
+                # instead of the POST response (e.g. the TypeScript SDK 1.x for requests made outside a
+                # handler's request context): a client that declares those capabilities must be reachable there.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._open_standing(), 2.0)
 
     def discover_result(self) -> dict[str, Any]:
         """A DiscoverResult-shaped view of the InitializeResult (for uniform callers)."""
@@ -267,13 +276,10 @@ class LegacySession:
                 await self.request("resources/subscribe", {"uri": uri})
             honoured["resourceSubscriptions"] = uris
         q: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        getter: asyncio.Task[None] | None = None
-        resp: Response | None = None
         if isinstance(self.wire, HttpChannel):
             # Open the GET stream before acknowledging: a change made right after the acknowledgement must not
             # be lost because the server had no standalone stream to put it on yet.
-            resp = await self.wire.get({"Accept": "text/event-stream", **self._headers()})
-            getter = asyncio.get_running_loop().create_task(self._get_stream(q, resp))
+            await self._open_standing()
         self._listeners.append(q)
         dropped = {k: v for k, v in flt.items() if k not in honoured}
         try:
@@ -295,39 +301,65 @@ class LegacySession:
                 yield event_for(method, params)
         finally:
             self._listeners.remove(q)
-            if getter is not None:
-                getter.cancel()
-                with contextlib.suppress(BaseException):
-                    await getter
-            if resp is not None:
-                await resp.aclose()
 
-    async def _get_stream(self, q: asyncio.Queue[dict[str, Any]], resp: Response) -> None:
+    async def _open_standing(self) -> bool:
+        """Open the session's GET stream unless it is open; True when the server serves one."""
+        if self._standing is None or self._standing.done():
+            fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+            self._standing_open = fut
+            self._standing = asyncio.get_running_loop().create_task(self._run_standing(fut))
+        assert self._standing_open is not None
+        return await asyncio.shield(self._standing_open)
+
+    def _stop_standing(self) -> None:
+        if self._standing is not None:
+            self._standing.cancel()
+            self._standing = None
+
+    async def _run_standing(self, opened: asyncio.Future[bool]) -> None:
+        """Read the GET stream: server→client requests are answered, notifications go to the listeners."""
+        import orjson
+
         from ..sse import SSEParser
 
+        assert isinstance(self.wire, HttpChannel)
+        try:
+            resp = await self.wire.get({"Accept": "text/event-stream", **self._headers()})
+        except (ChannelError, OSError) as e:
+            log.info("legacy GET stream failed to open: %s", e)
+            opened.set_result(False)
+            return
+        except BaseException:
+            opened.set_result(False)
+            raise
         try:
             if resp.status != 200 or resp.content_type != "text/event-stream":
+                opened.set_result(False)
                 await resp.read()
                 log.info("legacy server offers no GET stream (HTTP %s)", resp.status)
                 return
+            opened.set_result(True)
             parser = SSEParser()
-            import orjson
-
             async for chunk in resp.iter_bytes():
                 for ev in parser.feed(chunk):
                     if ev.event == "message" and ev.data:
                         with contextlib.suppress(ValueError):
                             m = orjson.loads(ev.data)
                             if isinstance(m, dict):
-                                if "id" in m and "method" in m:
-                                    self._spawn(self._answer(m))
-                                else:
-                                    q.put_nowait(m)
-            q.put_nowait({"method": "_broken"})
+                                self._unsolicited(m)
+            for q in self._listeners:
+                q.put_nowait({"method": "_broken"})
+        except Exception as e:  # the stream broke off: listeners learn it, requests carry on over POST
+            log.info("legacy GET stream ended: %s", e)
+            for q in self._listeners:
+                q.put_nowait({"method": "_broken"})
         finally:
+            if not opened.done():
+                opened.set_result(False)
             await resp.aclose()
 
     async def aclose(self) -> None:
+        self._stop_standing()
         for t in list(self._tasks):
             t.cancel()
         if isinstance(self.wire, SseChannel):
