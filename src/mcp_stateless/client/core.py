@@ -601,11 +601,9 @@ class Client:
     ) -> dict[str, Any]:
         """tools/call; MRTR rounds are answered through the handlers. Returns the CallToolResult (when the
         server answers with a task, this waits for it: use `start_tool` to get the `TaskHandle` instead)."""
-        first = await self._call_tool(name, arguments, progress=progress, timeout=timeout, safe=safe,
-                                      idempotency_key=idempotency_key)
-        if first.get("resultType") == "task":
-            return await TaskHandle(self, first).wait()
-        return first
+        handle = await self.start_tool(name, arguments, progress=progress, timeout=timeout, safe=safe,
+                                       idempotency_key=idempotency_key)
+        return await handle.wait()
 
     async def start_tool(
         self,
@@ -618,21 +616,8 @@ class Client:
         idempotency_key: str | None = None,
     ) -> TaskHandle:
         """tools/call that may become a durable task (needs `Client(tasks=True)`). `await` the handle for the
-        CallToolResult; `handle.cancel()`, `handle.refresh()`, `handle.task_id` while it runs."""
-        first = await self._call_tool(name, arguments, progress=progress, timeout=timeout, safe=safe,
-                                      idempotency_key=idempotency_key)
-        return TaskHandle(self, first)
-
-    async def _call_tool(
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | None,
-        *,
-        progress: Progress | None,
-        timeout: float | None,
-        safe: bool,
-        idempotency_key: str | None,
-    ) -> dict[str, Any]:
+        CallToolResult; `handle.cancel()`, `handle.refresh()`, `handle.task_id` while it runs. A synchronous
+        answer gives an already-complete handle."""
         await self.connect()
         if self.is_http and self.era == "modern" and not self._tools_listed:
             with contextlib.suppress(McpError):
@@ -641,14 +626,15 @@ class Client:
         if arguments is not None:
             params["arguments"] = dict(arguments)
         try:
-            return await self.request("tools/call", params, progress=progress, timeout=timeout, safe=safe,
-                                      idempotency_key=idempotency_key)
+            first = await self.request("tools/call", params, progress=progress, timeout=timeout, safe=safe,
+                                       idempotency_key=idempotency_key)
         except McpError as e:
             if e.code != HEADER_MISMATCH or not self.is_http or self.era != "modern":
                 raise
-        await self.list_tools(use_cache=False)  # a stale x-mcp-header view: re-fetch and retry once
-        return await self.request("tools/call", params, progress=progress, timeout=timeout, safe=safe,
-                                  idempotency_key=idempotency_key)
+            await self.list_tools(use_cache=False)  # a stale x-mcp-header view: re-fetch and retry once
+            first = await self.request("tools/call", params, progress=progress, timeout=timeout, safe=safe,
+                                       idempotency_key=idempotency_key)
+        return TaskHandle(self, first)
 
     async def list_prompts(self, *, use_cache: bool = True) -> list[dict[str, Any]]:
         return await self._list("prompts/list", use_cache)

@@ -21,7 +21,6 @@ from .base import (
     ReadySubscription,
     StateBundle,
     StateUnavailable,
-    TaskStore,
     redact,
 )
 
@@ -76,7 +75,6 @@ __all__ = [
     "ReadySubscription",
     "StateBundle",
     "StateUnavailable",
-    "TaskStore",
     "open_state",
     "redact",
 ]

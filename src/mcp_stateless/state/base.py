@@ -8,10 +8,13 @@ atomic at the store (compare-and-set on a version), so two instances never lose 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..protocol.errors import INTERNAL_ERROR, McpError
 from ..server.events import EventBus, Subscription
+
+if TYPE_CHECKING:  # the task store's interface lives with the Tasks extension (it imports this module)
+    from ..tasks.store import TaskStore
 
 # How long a record stays after it expired or ended, so that a late use gets "expired" / "ended" (an
 # error the model can act on) rather than "unknown". After that it is physically removed.
@@ -99,8 +102,6 @@ class ReadySubscription(Subscription, Protocol):
     async def ready(self) -> None: ...
 
 
-class TaskStore(Protocol):
-    """Placeholder for the Tasks extension's store (defined by the tasks work)."""
 
 
 @dataclasses.dataclass(slots=True)
