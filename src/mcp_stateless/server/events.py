@@ -52,15 +52,18 @@ class _QueueSubscription:
     def __init__(self, bus: MemoryEventBus) -> None:
         self._bus = bus
         # A stalled reader loses the oldest event (maxlen drops it), never the process's memory.
-        self._queue: collections.deque[ChangeEvent] = collections.deque(maxlen=bus.max_backlog)
+        # Made on first need: an idle reader's events go straight to its waiter.
+        self._queue: collections.deque[ChangeEvent] | None = None
         self._waiter: asyncio.Future[ChangeEvent | None] | None = None
 
     def put(self, event: ChangeEvent) -> None:
         w = self._waiter
         if w is not None and not w.done():
             w.set_result(event)  # hand it straight to the waiting reader
-        else:
-            self._queue.append(event)
+            return
+        if self._queue is None:
+            self._queue = collections.deque(maxlen=self._bus.max_backlog)
+        self._queue.append(event)
 
     async def get(self, timeout: float | None) -> ChangeEvent | None:
         if self._queue:

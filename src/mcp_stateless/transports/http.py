@@ -239,6 +239,9 @@ class HttpTransport:
                 await _error(send, 406, decision.id, McpError(
                     errors.INVALID_REQUEST, "subscriptions/listen needs Accept: text/event-stream"))
                 return
+            # perf: a listen stream can stay open for hours; drop what this frame no longer needs
+            # (raw body, decoded message, header dict: ~2.5 KB per stream) before waiting on it.
+            del body, message, headers
             await self._listen(decision, principal, receive, send)
             return
         await self._request(decision, principal, can_json, can_sse, receive, send)
