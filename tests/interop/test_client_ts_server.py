@@ -121,3 +121,45 @@ async def test_listen_tools_list_changed(transport: str, era: str, http_url: str
         ev = await asyncio.wait_for(anext(it), 10)
         assert isinstance(ev, ToolsListChanged)
         assert [t["name"] for t in await c.list_tools()] == TOOLS
+
+
+@pytest.fixture(scope="module")
+def stateless_url() -> Iterator[str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([str(NODE), str(SERVER), "http-stateless", str(port)], stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert proc.poll() is None, "the TypeScript server exited"
+            time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+async def test_default_stateless_legacy_fallback(stateless_url: str) -> None:
+    """createMcpHandler's default 2025 serving: a fresh instance per request, no session, GET 405. Calls work;
+    the server cannot send requests (its shim says so in an isError result) and listen honours nothing."""
+    ERA_CACHE.clear()
+    asked = Asked()
+    async with Client(stateless_url, version="2025-11-25", elicitation=asked) as c:
+        assert c.era == "legacy" and c.legacy.session_id is None
+        assert [t["name"] for t in await c.list_tools()] == TOOLS
+        r = await c.call_tool("add", {"a": 2, "b": 3})
+        assert r["content"] == [{"type": "text", "text": "5"}]
+        r = await c.call_tool("greet", {})
+        assert r["isError"] is True and asked.messages == []
+        assert "per-request legacy serving cannot receive server-to-client requests" in r["content"][0]["text"]
+        async with c.listen(tools=True) as sub:
+            ack = await asyncio.wait_for(anext(aiter(sub)), 10)
+            assert isinstance(ack, Acknowledged) and ack.honoured == {} and ack.dropped == {"toolsListChanged": True}
+    ERA_CACHE.clear()
+    async with Client(stateless_url, elicitation=asked) as c:  # auto on the same endpoint: the modern path
+        assert c.era == "modern"
+        assert (await c.call_tool("greet", {}))["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+        assert asked.messages == ["What is your name?"]

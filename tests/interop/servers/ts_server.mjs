@@ -1,6 +1,7 @@
 // An official TypeScript SDK server (@modelcontextprotocol/server 2.x) for our client's interop tests.
 //
 //   node ts_server.mjs stdio          serveStdio: the opening message picks the era (2026-07-28 or 2025)
+//   node ts_server.mjs http-stateless PORT   createMcpHandler with its default stateless 2025 fallback
 //   node ts_server.mjs http PORT      createMcpHandler (2026-07-28, legacy: 'reject') behind node:http, with
 //                                     2025-era traffic routed by isLegacyRequest to a sessionful
 //                                     WebStandardStreamableHTTPServerTransport (the SDK's documented pattern)
@@ -122,15 +123,17 @@ async function legacyFetch(request) {
 
 if (kind === 'stdio') {
   serveStdio(() => makeServer(true).server, { onerror: (e) => console.error('ts_server:', e.message) });
-} else if (kind === 'http') {
+} else if (kind === 'http' || kind === 'http-stateless') {
+  // http-stateless: the handler's default 2025 serving (a fresh instance per request, no session, GET 405)
   handler = createMcpHandler(() => makeServer(false).server, {
-    legacy: 'reject', onerror: (e) => console.error('ts_server:', e.message),
+    legacy: kind === 'http' ? 'reject' : 'stateless', onerror: (e) => console.error('ts_server:', e.message),
   });
   const server = http.createServer(async (req, res) => {
     try {
       if (new URL(req.url, 'http://x').pathname !== '/mcp') { res.writeHead(404).end(); return; }
       const request = await toWebRequest(req, res);
-      const response = (await isLegacyRequest(request)) ? await legacyFetch(request) : await handler.fetch(request);
+      const legacy = kind === 'http' && (await isLegacyRequest(request));
+      const response = legacy ? await legacyFetch(request) : await handler.fetch(request);
       await writeWebResponse(res, response);
     } catch (e) {
       console.error('ts_server: request failed:', e);
@@ -140,6 +143,6 @@ if (kind === 'stdio') {
   });
   server.listen(Number(portArg), '127.0.0.1', () => console.error(`ts_server: listening on ${portArg}`));
 } else {
-  console.error('usage: ts_server.mjs stdio | http PORT');
+  console.error('usage: ts_server.mjs stdio | http PORT | http-stateless PORT');
   process.exit(2);
 }

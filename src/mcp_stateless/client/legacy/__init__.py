@@ -264,7 +264,11 @@ class LegacySession:
         """Legacy equivalent of subscriptions/listen: session notifications (GET stream on Streamable HTTP)."""
         if not self._initialised:
             await self.start()
-        caps = self.server_capabilities
+        # Open the GET stream before acknowledging: a change made right after the acknowledgement must not be
+        # lost because the server had no standalone stream to put it on yet. Without one (e.g. HTTP 405 from a
+        # stateless server) session notifications cannot reach us, so nothing is honoured.
+        deliverable = await self._open_standing() if isinstance(self.wire, HttpChannel) else True
+        caps = self.server_capabilities if deliverable else {}
         honoured: dict[str, Any] = {}
         for key, cap in (("toolsListChanged", "tools"), ("promptsListChanged", "prompts"),
                          ("resourcesListChanged", "resources")):
@@ -276,10 +280,6 @@ class LegacySession:
                 await self.request("resources/subscribe", {"uri": uri})
             honoured["resourceSubscriptions"] = uris
         q: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        if isinstance(self.wire, HttpChannel):
-            # Open the GET stream before acknowledging: a change made right after the acknowledgement must not
-            # be lost because the server had no standalone stream to put it on yet.
-            await self._open_standing()
         self._listeners.append(q)
         dropped = {k: v for k, v in flt.items() if k not in honoured}
         try:
