@@ -236,7 +236,7 @@ def section_check(cfg: argparse.Namespace, results: dict[str, Any]) -> None:
 def section_http(cfg: argparse.Namespace, results: dict[str, Any], *, sse: bool) -> None:
     key = "sse" if sse else "http"
     targets = [t for t in (SSE_TARGETS if sse else HTTP_TARGETS) if t in cfg.targets]
-    stacks = [s for s in STACKS if s in cfg.stacks]
+    stacks = [s for s in STACKS if s in (cfg.sse_stacks if sse else cfg.stacks)]
     runs: dict[str, list[dict[str, Any]]] = {f"{t}/{s}": [] for t in targets for s in stacks}
     for r in range(cfg.rounds):
         order = [(t, s) for s in stacks for t in targets]
@@ -367,9 +367,7 @@ def section_client(cfg: argparse.Namespace, results: dict[str, Any]) -> None:
         results["client"] = {"skipped": "bench/client_bench.py does not exist yet"}
         log("client: bench/client_bench.py not there yet; skipped")
         return
-    cmd = [OURS_PY, str(script)]
-    if cfg.quick:
-        cmd.append("--quick")
+    cmd = [OURS_PY, str(script), "--seconds", str(cfg.duration), "--concurrency", "1,16"]
     env = {**os.environ, "BENCH_PEERS_PYTHON": PEERS_PY, "BENCH_SERVER_CPU": SERVER_CPU,
            "BENCH_CLIENT_CPU": CLIENT_CPU}
     try:
@@ -383,7 +381,7 @@ def section_client(cfg: argparse.Namespace, results: dict[str, Any]) -> None:
 def section_cluster(cfg: argparse.Namespace, results: dict[str, Any]) -> None:
     import cluster
 
-    results["cluster"] = cluster.run(cfg, log)
+    results["cluster"] = cluster.run(cfg, log, run_loadgen, lambda port: wire.echo_requests(port))
 
 
 # ---------------------------------------------------------------------------------------------- report
@@ -495,11 +493,16 @@ def report(results: dict[str, Any]) -> str:
             add(f"not measured: {d}")
         add("")
     if "cluster" in results:
-        add("## Cluster (nginx + Redis state)")
+        add("## Cluster: instances of ours behind nginx (deploy/nginx.conf), Redis state, 16 in flight")
         add("")
-        add("```")
-        add(json.dumps(results["cluster"], indent=1)[:3000])
-        add("```")
+        cl = results["cluster"]
+        if "skipped" in cl:
+            add(f"skipped: {cl['skipped']}")
+        else:
+            add("| instances | calls/s (median) | runs |")
+            add("|---:|---:|---|")
+            for n, d in cl.items():
+                add(f"| {n} | {fmt(d['rps'])} | {d['rps_all']} |")
         add("")
     if "client" in results:
         add("## Client (bench/client_bench.py)")
@@ -547,7 +550,8 @@ def targets_met(results: dict[str, Any]) -> Iterator[tuple[str, bool | None, str
         yield "RSS flat within 5% after the 100k run", None, "not measured"
     ls = results.get("listen", {})
     if "rss_kb" in ls and "fanout_s" in ls:
-        yield "10k listen streams within 300 MB", ls["rss_kb"] <= 300 * 1024, f"{ls['rss_kb'] / 1024:.1f} MB"
+        yield f"{ls['opened']:,} listen streams within 300 MB", ls["rss_kb"] <= 300 * 1024, \
+            f"{ls['rss_kb'] / 1024:.1f} MB"
         yield "change event reaches all within 1 s", ls["fanout_s"] <= 1.0 and ls["delivered"] == ls["opened"], \
             f"{ls['fanout_s']:.3f} s, {ls['delivered']:,}/{ls['opened']:,}"
     else:
@@ -568,9 +572,11 @@ def main() -> None:
     p.add_argument("--warmup", type=float)
     p.add_argument("--targets", default="bare,ours,mcp,fastmcp")
     p.add_argument("--stacks", default="h11,fast")
+    p.add_argument("--sse-stacks", default="fast", help="stacks for the SSE section (default: httptools+uvloop)")
     p.add_argument("--memory-requests", type=int)
     p.add_argument("--listen-streams", type=int)
     p.add_argument("--listen-idle", type=float, default=5.0, help="seconds the listen streams sit idle")
+    p.add_argument("--cluster-sizes", default="1,2,4")
     p.add_argument("--out", help="write the markdown report here too")
     cfg = p.parse_args()
     q = cfg.quick
@@ -581,6 +587,8 @@ def main() -> None:
     cfg.listen_streams = cfg.listen_streams or (2_000 if q else 10_000)
     cfg.targets = cfg.targets.split(",")
     cfg.stacks = cfg.stacks.split(",")
+    cfg.sse_stacks = cfg.sse_stacks.split(",")
+    cfg.cluster_sizes = [int(x) for x in cfg.cluster_sizes.split(",")]
     skip = set(cfg.skip.split(",")) - {""}
     sections = [s for s in cfg.only.split(",") if s and s not in skip]
     for s in sections:

@@ -18,8 +18,8 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import targets  # noqa: E402
-import wire  # noqa: E402
+import targets
+import wire
 
 
 def scope_and_body(progress: bool) -> tuple[dict[str, Any], bytes]:
