@@ -49,7 +49,7 @@ SERVER_CPU = os.environ.get("BENCH_SERVER_CPU", "0")
 CLIENT_CPU = os.environ.get("BENCH_CLIENT_CPU", "1")
 RESULTS_DIR = ROOT / ".cache/bench-results"
 
-HTTP_TARGETS = ("bare", "ours", "mcp", "fastmcp")
+HTTP_TARGETS = ("bare", "ours", "ours_sync", "mcp", "fastmcp")
 SSE_TARGETS = ("ours", "mcp", "fastmcp")
 STDIO_TARGETS = ("ours", "mcp", "fastmcp")
 STACKS = ("h11", "fast")
@@ -570,7 +570,7 @@ def main() -> None:
     p.add_argument("--rounds", type=int)
     p.add_argument("--duration", type=float, help="measured seconds per run")
     p.add_argument("--warmup", type=float)
-    p.add_argument("--targets", default="bare,ours,mcp,fastmcp")
+    p.add_argument("--targets", default="bare,ours,ours_sync,mcp,fastmcp")
     p.add_argument("--stacks", default="h11,fast")
     p.add_argument("--sse-stacks", default="fast", help="stacks for the SSE section (default: httptools+uvloop)")
     p.add_argument("--memory-requests", type=int)

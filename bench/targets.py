@@ -15,8 +15,28 @@ takes the principal from the Authorization header (for the memory-flatness test)
 
 from typing import Any
 
-TARGETS = ("bare", "ours", "mcp", "fastmcp")
+TARGETS = ("bare", "ours", "ours_sync", "mcp", "fastmcp")
 PEERS = ("mcp", "fastmcp")  # run from the peers' venv
+
+
+def build_ours_sync() -> Any:
+    """Ours with plain `def` tools (the README's style): each call runs in a worker thread."""
+    from mcp_stateless import App
+    from mcp_stateless.transports.http import HttpTransport
+
+    app = App("bench", "1.0.0")
+
+    @app.tool()
+    def echo(text: str) -> str:
+        """Return the text unchanged."""
+        return text
+
+    @app.tool()
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    return HttpTransport(app)
 
 
 def build_ours() -> Any:
@@ -151,6 +171,8 @@ def asgi_app(target: str, json_response: bool = True) -> Any:
         return build_bare()
     if target == "ours":
         return build_ours()[0]
+    if target == "ours_sync":
+        return build_ours_sync()
     if target == "mcp":
         return build_mcp_http(json_response)
     if target == "fastmcp":

@@ -208,8 +208,13 @@ class App:
         task: TaskSupport = "forbidden",
         detach: DetachMode = "start",
         retry_safe: bool = False,
+        blocking: bool = True,
     ) -> Callable[[F], F]:
         """Register a tool. The input schema comes from the signature unless `input_schema` is given.
+
+        A plain `def` tool runs in a worker thread so that it cannot stall the event loop; one that only
+        computes briefly (no I/O, no sleeping) may say `blocking=False` to be called on the loop instead,
+        which saves the thread hop (the bulk of such a call's cost).
 
         `task="optional"` lets a client that declared the Tasks extension get a durable task (others get
         the result synchronously); `task="required"` refuses clients without it (-32021). `retry_safe=True`
@@ -231,6 +236,7 @@ class App:
                     task=task,
                     detach=detach,
                     retry_safe=retry_safe,
+                    blocking=blocking,
                     injectable=(Context, Handle),
                 )
             )
@@ -516,7 +522,10 @@ class App:
         except ToolError as e:
             return error_result(str(e))
         try:
-            value = await self._invoke(tool.fn, tool.is_async, kwargs)
+            if tool.blocking or tool.is_async:
+                value = await self._invoke(tool.fn, tool.is_async, kwargs)
+            else:  # blocking=False: a quick sync tool, called right here on the loop
+                value = tool.fn(**kwargs)
         except asyncio.CancelledError:
             ctx.cancelled = True
             raise

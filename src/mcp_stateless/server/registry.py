@@ -63,6 +63,7 @@ class Tool:
     task: TaskSupport = "forbidden"
     detach: DetachMode = "start"
     retry_safe: bool = False
+    blocking: bool = True  # False: a quick sync handler, called on the event loop (no worker thread)
 
     @classmethod
     def build(
@@ -81,6 +82,7 @@ class Tool:
         task: TaskSupport = "forbidden",
         detach: DetachMode = "start",
         retry_safe: bool = False,
+        blocking: bool = True,
     ) -> Tool:
         if task not in ("forbidden", "optional", "required"):
             raise ValueError('task must be "forbidden", "optional" or "required"')
@@ -109,6 +111,7 @@ class Tool:
             task=task,
             detach=detach,
             retry_safe=retry_safe,
+            blocking=blocking,
         )
         d: dict[str, Any] = {"name": tool_name}
         _put(d, "title", title)
