@@ -146,7 +146,7 @@ def seal(ring: KeyRing, ctx: StateContext, payload: Any, ttl_s: float, now: floa
     return f"{head}.{_b64e(tag)}"
 
 
-def open_state(ring: KeyRing, ctx: StateContext, state: Any, now: float | None = None) -> Any:
+def unseal(ring: KeyRing, ctx: StateContext, state: Any, now: float | None = None) -> Any:
     """Verify and return the payload; any failure is -32602 with a reason the caller can log."""
     if not isinstance(state, str):
         raise invalid_params("requestState must be a string")

@@ -24,8 +24,8 @@ from ..protocol.mrtr import (
     KeyRing,
     StateContext,
     check_input_responses,
-    open_state,
     seal,
+    unseal,
 )
 from ..protocol.versions import MODERN_VERSIONS
 from ..state.base import HandleStore, StateBundle
@@ -479,7 +479,7 @@ class App:
         sctx = StateContext.of(principal, req.method, params)  # perf: digest computed only if needed
         state = params.get("requestState")
         if state is not None:
-            payload = open_state(self.ensure_key_ring(), sctx, state)
+            payload = unseal(self.ensure_key_ring(), sctx, state)
             if not isinstance(payload, dict):
                 raise McpError(errors.INVALID_PARAMS, "requestState is not valid")
             ctx.answers.update(payload.get("a") or {})

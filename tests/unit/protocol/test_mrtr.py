@@ -14,9 +14,9 @@ from mcp_stateless.protocol.errors import McpError
 from mcp_stateless.protocol.mrtr import (
     StateContext,
     check_input_responses,
-    open_state,
     params_digest,
     seal,
+    unseal,
 )
 
 K1 = b"k" * 32
@@ -28,7 +28,7 @@ CTX = StateContext("alice", "tools/call", params_digest("tools/call", PARAMS))
 
 def refused(ring: KeyRing, ctx: StateContext, state: object, message: str, now: float | None = None) -> None:
     with pytest.raises(McpError) as e:
-        open_state(ring, ctx, state, now=now)
+        unseal(ring, ctx, state, now=now)
     assert e.value.code == errors.INVALID_PARAMS
     assert e.value.message == message
 
@@ -36,7 +36,7 @@ def refused(ring: KeyRing, ctx: StateContext, state: object, message: str, now: 
 def test_round_trip() -> None:
     s = seal(RING, CTX, {"a": {"k": 1}}, ttl_s=60)
     assert s.startswith("s1.k1.")
-    assert open_state(RING, CTX, s) == {"a": {"k": 1}}
+    assert unseal(RING, CTX, s) == {"a": {"k": 1}}
 
 
 def test_digest_ignores_mrtr_fields_only() -> None:
@@ -89,7 +89,7 @@ def test_forged_with_another_key_is_refused() -> None:
 def test_expiry() -> None:
     now = 1_000_000.0
     s = seal(RING, CTX, {}, ttl_s=30, now=now)
-    assert open_state(RING, CTX, s, now=now + 29) == {}
+    assert unseal(RING, CTX, s, now=now + 29) == {}
     refused(RING, CTX, s, "requestState has expired; start the request again without it", now=now + 31)
 
 
@@ -117,7 +117,7 @@ def test_key_rotation_old_key_still_opens() -> None:
     s_old = seal(old, CTX, {"v": "old"}, ttl_s=60)
     rotated = KeyRing({"k2": K2, "k1": K1})
     assert rotated.current == "k2"
-    assert open_state(rotated, CTX, s_old) == {"v": "old"}
+    assert unseal(rotated, CTX, s_old) == {"v": "old"}
     s_new = seal(rotated, CTX, {"v": "new"}, ttl_s=60)
     assert s_new.startswith("s1.k2.")
     refused(old, CTX, s_new, "requestState was sealed with an unknown key")
@@ -135,7 +135,7 @@ def test_key_ring_from_config() -> None:
     assert text.key("t") == b"this is a sixteen+ byte passphrase"
     # config ring: a state sealed under "old" still opens after "new" is prepended
     s = seal(KeyRing.from_config(f"old:{urlsafe}"), CTX, 1, ttl_s=60)
-    assert open_state(ring, CTX, s) == 1
+    assert unseal(ring, CTX, s) == 1
 
 
 @pytest.mark.parametrize("spec", ["", "nocolon", "k:short", ".bad:" + "x" * 20, ":" + "x" * 20])
