@@ -581,7 +581,7 @@ def main() -> None:
     cfg = p.parse_args()
     q = cfg.quick
     cfg.rounds = cfg.rounds or (1 if q else 5)
-    cfg.duration = cfg.duration or (2.0 if q else 8.0)
+    cfg.duration = cfg.duration or (2.0 if q else 6.0)
     cfg.warmup = cfg.warmup if cfg.warmup is not None else (0.5 if q else 1.5)
     cfg.memory_requests = cfg.memory_requests or (20_000 if q else 100_000)
     cfg.listen_streams = cfg.listen_streams or (2_000 if q else 10_000)

@@ -46,6 +46,8 @@ class Stats:
         self.lat = array("d")
         self.first_error: bytes | None = None
         self.stop = False
+        self.reconnects = 0
+        self.peer: tuple[str, int] = ("127.0.0.1", 0)
 
 
 class Conn(asyncio.Protocol):
@@ -131,11 +133,32 @@ class Conn(asyncio.Protocol):
         self.send()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        st = self.stats
+        if st.stop:
+            if not self.waiter.done():
+                self.waiter.set_result(None)
+            return
+        if exc is None and not self.buf and self.need == -1 and st.reconnects < 100_000:
+            # A clean close between responses (e.g. nginx's keepalive_requests limit, or
+            # "Connection: close"): the call in flight was re-sent on a fresh connection.
+            st.reconnects += 1
+            asyncio.get_running_loop().create_task(self._reconnect())
+            return
+        st.errors += 1
+        st.first_error = st.first_error or f"connection lost: {exc}".encode()
         if not self.waiter.done():
             self.waiter.set_result(None)
-        if not self.stats.stop:
+
+    async def _reconnect(self) -> None:
+        peer = self.stats.peer
+        try:
+            await asyncio.get_running_loop().create_connection(
+                lambda: Conn(self.reqs, self.i, self.stats, self.expect, self.waiter), *peer)
+        except OSError as e:
             self.stats.errors += 1
-            self.stats.first_error = self.stats.first_error or f"connection lost: {exc}".encode()
+            self.stats.first_error = self.stats.first_error or f"reconnect failed: {e}".encode()
+            if not self.waiter.done():
+                self.waiter.set_result(None)
 
 
 def percentile(sorted_vals: list[float], q: float) -> float:
@@ -149,6 +172,7 @@ async def run(host: str, port: int, reqs: list[bytes], conns: int, duration: flo
               max_requests: int, expect: bytes, pid: int | None) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
     stats = Stats()
+    stats.peer = (host, port)
     waiters: list[asyncio.Future[None]] = []
     transports = []
     for c in range(conns):
@@ -180,6 +204,7 @@ async def run(host: str, port: int, reqs: list[bytes], conns: int, duration: flo
         "rps": done / elapsed if elapsed else 0.0,
         "p50_ms": percentile(lat, 0.50) * 1e3,
         "p99_ms": percentile(lat, 0.99) * 1e3,
+        "reconnects": stats.reconnects,
     }
     if pid:
         out["server_cpu_s"] = cpu1 - cpu0
