@@ -121,6 +121,38 @@ class _Waiter:
             self._watcher.cancel()
 
 
+class _CancelOnDisconnect:
+    """Cancels `task` when the client disconnects. The watcher (a task blocked in receive()) is started
+    with call_soon, i.e. only once `task` first suspends: a handler that answers without suspending
+    never pays for it."""
+
+    __slots__ = ("_closed", "_loop", "_receive", "_task", "_watcher", "disconnected")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any], receive: Receive) -> None:
+        self._loop = loop
+        self._task = task
+        self._receive = receive
+        self._watcher: asyncio.Task[None] | None = None
+        self._closed = False
+        self.disconnected = False
+        loop.call_soon(self._start)
+
+    def _start(self) -> None:
+        if not self._closed:
+            self._watcher = self._loop.create_task(self._watch())
+
+    async def _watch(self) -> None:
+        await _wait_disconnect(self._receive)
+        if not self._closed:
+            self.disconnected = True
+            self._task.cancel()
+
+    def close(self) -> None:
+        self._closed = True
+        if self._watcher is not None:
+            self._watcher.cancel()
+
+
 class HttpTransport:
     """ASGI app serving one MCP endpoint.
 
@@ -273,6 +305,9 @@ class HttpTransport:
     async def _request(
         self, req: Request, principal: str, can_json: bool, can_sse: bool, receive: Receive, send: Send
     ) -> None:
+        if req.progress_token is None and req.log_level is None:
+            await self._request_inline(req, principal, can_json, can_sse, receive, send)
+            return
         outbox = _Outbox(enabled=can_sse)
         loop = asyncio.get_running_loop()
         task = loop.create_task(self.app.handle(req, principal, outbox))
@@ -311,6 +346,40 @@ class HttpTransport:
             if not task.done():
                 task.cancel()
             waiter.close()
+
+    async def _request_inline(
+        self, req: Request, principal: str, can_json: bool, can_sse: bool, receive: Receive, send: Send
+    ) -> None:
+        """perf: a request without a progressToken or logLevel gets no notification while it runs, so
+        its handler is awaited right in this task (no handler task, fewer loop turns). A disconnect
+        still cancels it: `_CancelOnDisconnect` cancels this task, and the cancellation it caused is
+        taken back here (uncancel) so the ASGI call ends quietly, writing nothing more."""
+        outbox = _Outbox(enabled=can_sse)
+        me = asyncio.current_task()
+        assert me is not None
+        guard = _CancelOnDisconnect(asyncio.get_running_loop(), me, receive)
+        try:
+            response = await self.app.handle(req, principal, outbox)
+        except asyncio.CancelledError:
+            if not guard.disconnected:
+                raise
+            me.uncancel()
+            return
+        finally:
+            guard.close()
+        if guard.disconnected:  # the handler swallowed the cancellation: still write nothing
+            me.uncancel()
+            return
+        outbox.enabled = False
+        data = _json(response)
+        if outbox.pending or not can_json:  # something emitted anyway, or the client takes SSE only
+            frames = b"".join(sse.event(_json(m)) for m in outbox.pending)
+            await send({"type": "http.response.start", "status": 200, "headers": sse.HEADERS})
+            await send({"type": "http.response.body", "body": frames + sse.event(data)})
+            return
+        status = errors.http_status_for(response["error"]["code"]) if "error" in response else 200
+        await send({"type": "http.response.start", "status": status, "headers": _json_headers(len(data))})
+        await send({"type": "http.response.body", "body": data})
 
     async def _listen(self, req: Request, principal: str, receive: Receive, send: Send) -> None:
         try:
