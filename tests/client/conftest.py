@@ -16,15 +16,12 @@ import orjson
 import pytest
 
 from mcp_stateless.client import ERA_CACHE
+from services import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "mcp_stateless.cli"]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(autouse=True)

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
+
+from services import RedisServer, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(Path(__file__).with_name("cluster_app.py")) + ":app"
@@ -24,13 +25,6 @@ EXE = str(Path(sys.executable).with_name("mcp-stateless"))
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 KEYS = "k1:" + base64.urlsafe_b64encode(b"cluster-test-shared-mrtr-key-0001").decode()
 PV = "2026-07-28"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def wait_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout: float = 20) -> None:
@@ -55,28 +49,6 @@ def stop(proc: subprocess.Popen[bytes] | None, sig: int = signal.SIGTERM) -> Non
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(5)
-
-
-class Redis:
-    def __init__(self, workdir: Path) -> None:
-        exe = shutil.which("redis-server") or "/usr/bin/redis-server"
-        if not Path(exe).exists():
-            pytest.fail("redis-server is not installed (.ci/run installs it)")
-        self.exe, self.workdir, self.port = exe, workdir, free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> Redis:
-        self.proc = subprocess.Popen(
-            [self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", str(self.workdir), "--daemonize", "no", "--loglevel", "warning"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_port(self.port, self.proc, "redis-server")
-        return self
-
-    def stop(self) -> None:
-        stop(self.proc)
-        self.proc = None
 
 
 class Instance:
@@ -124,9 +96,9 @@ class Cluster:
     def __init__(self, backend: str, workdir: Path) -> None:
         self.backend = backend
         self.workdir = workdir
-        self.redis: Redis | None = None
+        self.redis: RedisServer | None = None
         if backend == "redis":
-            self.redis = Redis(workdir).start()
+            self.redis = RedisServer(workdir).start()
             state = self.redis.url
         else:
             state = f"sqlite:///{workdir / 'state.db'}"

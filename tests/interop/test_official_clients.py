@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -23,6 +22,8 @@ from typing import Any
 
 import httpx
 import pytest
+
+from services import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")
@@ -41,10 +42,6 @@ def _need(path: Path, what: str) -> None:
         pytest.skip(f"{what} not installed ({path}); run .ci/run")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextlib.contextmanager
@@ -54,7 +51,7 @@ def target(app: str, transport: str) -> Iterator[list[str]]:
     if transport == "stdio":
         yield [CLI, "serve", spec, "--stdio"]
         return
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([CLI, "serve", spec, "--http", f"127.0.0.1:{port}", "--log-level", "warning"],
                             cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}/mcp"

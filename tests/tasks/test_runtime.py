@@ -282,43 +282,22 @@ async def test_task_ids_subscription_needs_the_extension() -> None:
 
 
 async def test_redis_outage_is_a_clear_error_not_a_hang_and_recovers(tmp_path: Path) -> None:
-    import shutil
-    import socket
-    import subprocess
-
     from mcp_stateless.tasks.store import RedisTaskStore
+    from services import RedisServer
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    argv = [shutil.which("redis-server") or "/usr/bin/redis-server", "--bind", "127.0.0.1", "--port", str(port),
-            "--save", "", "--appendonly", "no", "--dir", str(tmp_path)]
-
-    def start() -> subprocess.Popen[bytes]:
-        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                return proc
-            except OSError:
-                assert time.monotonic() < deadline, "redis-server did not start"
-                time.sleep(0.05)
-
-    proc = start()
-    store = RedisTaskStore(f"redis://127.0.0.1:{port}/0", timeout_s=0.5)
+    redis = RedisServer(tmp_path).start()
+    store = RedisTaskStore(redis.url, timeout_s=0.5)
     app, _ = make_app(store)
     try:
         tid = (await call(app, "tools/call", {"name": "confirm"}))["result"]["taskId"]
         await poll(app, tid, {"input_required"})
-        proc.terminate()
-        proc.wait(timeout=5)
+        redis.stop()
         t0 = time.monotonic()
         res = await call(app, "tasks/get", {"taskId": tid})
         assert time.monotonic() - t0 < 3
         assert res["error"]["code"] == -32603
         assert "unavailable" in res["error"]["message"]
-        proc = start()  # the data is gone with this redis (no persistence): the id is then unknown
+        redis.start()  # the data is gone with this redis (no persistence): the id is then unknown
         res = await call(app, "tasks/get", {"taskId": tid})
         assert res["error"]["code"] == -32602
         created = await call(app, "tools/call", {"name": "slow", "arguments": {"seconds": 0}})
@@ -326,5 +305,4 @@ async def test_redis_outage_is_a_clear_error_not_a_hang_and_recovers(tmp_path: P
     finally:
         await app.aclose()
         await store.close()
-        proc.terminate()
-        proc.wait(timeout=5)
+        redis.stop()

@@ -17,16 +17,14 @@ import httpx
 import orjson
 import pytest
 
+from services import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")
 PV = "2026-07-28"
 KEY = "k1:" + base64.b64encode(b"0123456789abcdef0123456789abcdef").decode()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def env(**extra: str) -> dict[str, str]:
