@@ -178,9 +178,9 @@ def test_killing_an_instance_mid_traffic_loses_no_committed_data(cluster: Cluste
         time.sleep(0.5)
 
 
+@pytest.mark.parametrize("cluster", ["redis"], indirect=True)  # SQLite is embedded: nothing to stop
 def test_with_redis_stopped_state_requests_fail_clearly_and_recover(cluster: Cluster) -> None:
-    if cluster.redis is None:
-        pytest.skip("SQLite is embedded: there is no separate service to stop")
+    assert cluster.redis is not None
     handle = structured(cluster.tool("begin_import", {})[0])["importHandle"]
     cluster.redis.stop()
     try:

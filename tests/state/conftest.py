@@ -22,15 +22,25 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
 _prefix_counter = iter(range(1_000_000))
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
-def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh, isolated state URL of each backend."""
+def _url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "memory":
         return "memory://"
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'state.db'}"
     server: RedisServer = request.getfixturevalue("redis_server")
     return f"{server.url}?prefix=t{next(_prefix_counter)}:"
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh, isolated state URL of each backend."""
+    return _url(request, tmp_path)
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def shared_state_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The backends several processes (or bundles) share; memory:// is per process by design."""
+    return _url(request, tmp_path)
 
 
 @pytest.fixture

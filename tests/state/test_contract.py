@@ -154,9 +154,8 @@ async def test_records_past_their_purge_time_are_gone(bundle: StateBundle) -> No
     assert await bundle.handles.create(HandleRecord("p", "bob", "imp", {}, 1, now, now + 5, now + 10))
 
 
-async def test_a_record_survives_reopening_the_store(state_url: str) -> None:
-    if not shares_across_bundles(state_url):
-        pytest.skip("the in-memory store lives and dies with its process (documented)")
+async def test_a_record_survives_reopening_the_store(shared_state_url: str) -> None:
+    state_url = shared_state_url
     first = open_state(state_url)
     await first.handles.create(record(data={"files": ["a"]}))
     await first.aclose()
@@ -184,9 +183,8 @@ async def test_an_event_reaches_a_subscriber_of_the_same_bundle(bundle: StateBun
     sub.close()
 
 
-async def test_an_event_reaches_every_subscriber_of_every_instance(state_url: str) -> None:
-    if not shares_across_bundles(state_url):
-        pytest.skip("the in-memory bus serves one process only (documented)")
+async def test_an_event_reaches_every_subscriber_of_every_instance(shared_state_url: str) -> None:
+    state_url = shared_state_url
     a, b = open_state(state_url), open_state(state_url)
     try:
         subs = [a.events.subscribe(), a.events.subscribe(), b.events.subscribe()]
