@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -16,6 +19,46 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
+
+
+def need(path: Path, what: str) -> None:
+    """Skip when a tool .ci/run installs is missing locally; fail under CI, where it must be there."""
+    if not path.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"{what} missing at {path}: .ci/run should have installed it")
+        pytest.skip(f"{what} not installed ({path}); run .ci/run")
+
+
+def wait_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout: float = 20) -> None:
+    """Wait until something listens on 127.0.0.1:port; fail at once if `proc` exits."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), 0.2):
+                return
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not start (exit {proc.poll()})")
+        time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def http_server(argv: Sequence[str], what: str, path: str = "/mcp", **popen: object) -> Iterator[str]:
+    """Run a server subprocess whose argv contains "{port}" (replaced by a free port); yield its URL."""
+    port = free_port()
+    proc = subprocess.Popen([a.replace("{port}", str(port)) for a in argv],  # type: ignore[call-overload]
+                            stderr=popen.pop("stderr", subprocess.DEVNULL), **popen)
+    try:
+        wait_port(port, proc, what)
+        yield f"http://127.0.0.1:{port}{path}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
 
 
 class RedisServer:

