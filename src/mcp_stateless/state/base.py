@@ -8,10 +8,11 @@ atomic at the store (compare-and-set on a version), so two instances never lose 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..protocol.errors import INTERNAL_ERROR, McpError
-from ..server.events import EventBus, Subscription
+from ..server.events import ChangeEvent, EventBus, Subscription
 
 if TYPE_CHECKING:  # the task store's interface lives with the Tasks extension (it imports this module)
     from ..tasks.store import TaskStore
@@ -100,6 +101,29 @@ class ReadySubscription(Subscription, Protocol):
     `ready()` returns reach it. `App.listen` awaits it before acknowledging."""
 
     async def ready(self) -> None: ...
+
+
+class BusSubscription:
+    """A shared bus's subscription: a local queue of events plus `ready()`, which waits until the bus
+    itself is live (so nothing published after the listen acknowledgement is missed)."""
+
+    __slots__ = ("_inner", "_ready")
+
+    def __init__(self, ready: Callable[[], Awaitable[None]], inner: Subscription) -> None:
+        self._ready = ready
+        self._inner = inner
+
+    async def ready(self) -> None:
+        await self._ready()
+
+    async def get(self, timeout: float | None) -> ChangeEvent | None:
+        return await self._inner.get(timeout)
+
+    def end(self) -> None:
+        self._inner.end()
+
+    def close(self) -> None:
+        self._inner.close()
 
 
 

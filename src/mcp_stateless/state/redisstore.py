@@ -25,7 +25,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ..server.events import ChangeEvent, MemoryEventBus, Subscription
-from .base import HandleRecord, StateBundle, StateUnavailable, redact
+from .base import BusSubscription, HandleRecord, StateBundle, StateUnavailable, redact
 
 log = logging.getLogger("mcp_stateless.state")
 
@@ -159,24 +159,6 @@ class RedisHandleStore:
         await self.conn.aclose()
 
 
-class _Sub:
-    __slots__ = ("_bus", "_inner")
-
-    def __init__(self, bus: RedisEventBus, inner: Subscription) -> None:
-        self._bus = bus
-        self._inner = inner
-
-    async def ready(self) -> None:
-        await self._bus._ready()
-
-    async def get(self, timeout: float | None) -> ChangeEvent | None:
-        return await self._inner.get(timeout)
-
-    def end(self) -> None:
-        self._inner.end()
-
-    def close(self) -> None:
-        self._inner.close()
 
 
 class RedisEventBus:
@@ -199,7 +181,7 @@ class RedisEventBus:
             log.warning("change event %s not sent to other instances: %s", event.kind, e.message)
 
     def subscribe(self) -> Subscription:
-        sub = _Sub(self, self._local.subscribe())
+        sub = BusSubscription(self._ready, self._local.subscribe())
         if self._reader is None or self._reader.done():
             self._live = asyncio.Event()
             self._reader = asyncio.get_running_loop().create_task(self._read(self._live))

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import orjson
 
 from ..server.events import ChangeEvent, MemoryEventBus, Subscription
-from .base import HandleRecord, StateBundle, StateUnavailable
+from .base import BusSubscription, HandleRecord, StateBundle, StateUnavailable
 
 log = logging.getLogger("mcp_stateless.state")
 
@@ -159,24 +159,6 @@ class SqliteHandleStore:
         self.db.close()
 
 
-class _Sub:
-    __slots__ = ("_bus", "_inner")
-
-    def __init__(self, bus: SqliteEventBus, inner: Subscription) -> None:
-        self._bus = bus
-        self._inner = inner
-
-    async def ready(self) -> None:
-        await self._bus._ready()
-
-    async def get(self, timeout: float | None) -> ChangeEvent | None:
-        return await self._inner.get(timeout)
-
-    def end(self) -> None:
-        self._inner.end()
-
-    def close(self) -> None:
-        self._inner.close()
 
 
 def _events_since(last: int, c: sqlite3.Connection) -> list[tuple[Any, ...]]:
@@ -217,7 +199,7 @@ class SqliteEventBus:
             log.warning("change event %s not shared with other processes: %s", event.kind, e.message)
 
     def subscribe(self) -> Subscription:
-        sub = _Sub(self, self._local.subscribe())
+        sub = BusSubscription(self._ready, self._local.subscribe())
         if self.shared and (self._poller is None or self._poller.done()):
             self._started = asyncio.Event()
             self._poller = asyncio.get_running_loop().create_task(self._poll(self._started))
