@@ -8,7 +8,6 @@ if nobody wrote in between (a version check), retrying otherwise. Two instances 
 from __future__ import annotations
 
 import asyncio
-import copy
 import random
 import sqlite3
 import time
@@ -312,7 +311,3 @@ def open_task_store(url: str | None) -> TaskStore:
         prefix = query.get("prefix", "mcp-stateless:") + "task:"
         return RedisTaskStore(clean, prefix=prefix, timeout_s=float(query.get("timeout", 2.0)))
     raise ValueError(f"unknown task store URL {url!r}")
-
-
-def snapshot(rec: TaskRecord) -> TaskRecord:
-    return copy.deepcopy(rec)
