@@ -1,0 +1,95 @@
+"""The seam between transports and whatever answers requests.
+
+A transport (HTTP, stdio, the client's in-memory channel) runs the envelope ladder, authenticates the
+caller, and hands each validated `Request` to an `Endpoint` together with a `Call`: everything the
+endpoint may know about *this* call and nothing about earlier ones. The endpoint answers with a `Reply`
+(the JSON-RPC response plus its error code, so no transport re-reads the message), or, for
+`subscriptions/listen`, with a stream of typed `ListenItem`s. `App` is one endpoint; the 2025 branch and
+a bridge in front of legacy servers are others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from .envelope import MethodTable, Request, RequestId
+from .errors import McpError, error_response
+from .principal import ANONYMOUS, Principal, TransportKind
+
+
+class Outbox(Protocol):
+    """Where request-scoped notifications go (the request's SSE stream, stdout, a memory queue).
+    Never blocks."""
+
+    def emit(self, message: dict[str, Any]) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """Per-call context a transport passes with each request."""
+
+    principal: Principal = ANONYMOUS
+    transport: TransportKind = "memory"
+    outbox: Outbox | None = None
+    headers: Mapping[str, str] | None = None  # HTTP request headers (lower-cased); None off HTTP
+    can_send_request: bool = False  # server->client requests possible on this call (legacy sessions only)
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """One JSON-RPC response message. `error_code` is None for a result."""
+
+    message: dict[str, Any]
+    error_code: int | None = None
+
+    @classmethod
+    def result(cls, id_: RequestId, result: dict[str, Any]) -> Reply:
+        return cls({"jsonrpc": "2.0", "id": id_, "result": result})
+
+    @classmethod
+    def error(cls, id_: RequestId | None, err: McpError) -> Reply:
+        return cls(error_response(id_, err), err.code)
+
+
+@dataclass(frozen=True, slots=True)
+class ListenEvent:
+    """A notification on a listen stream (the acknowledgement included)."""
+
+    message: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class KeepAlive:
+    """Nothing happened for a while (HTTP writes an SSE comment; stdio writes nothing)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ListenEnd:
+    """The listen request's final response; the stream ends after it."""
+
+    message: dict[str, Any]
+
+
+KEEPALIVE = KeepAlive()
+
+ListenItem = ListenEvent | KeepAlive | ListenEnd
+
+
+class Endpoint(Protocol):
+    """What a transport needs from the thing that answers requests."""
+
+    @property
+    def table(self) -> MethodTable: ...
+
+    @property
+    def supported_versions(self) -> tuple[str, ...]: ...
+
+    async def startup(self) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+    async def handle(self, req: Request, call: Call) -> Reply: ...
+
+    def listen(self, req: Request, call: Call) -> AsyncIterator[ListenItem]: ...

@@ -1,0 +1,83 @@
+"""Who is calling: the principal every request is answered for, and the authenticator that finds it.
+
+A transport asks its `Authenticator` once per HTTP request (before the body is read) and once per stdio
+process (from its environment). The answer is a `Principal` or a `Challenge` the transport turns into
+the refusal (HTTP status and `WWW-Authenticate`). Handles, tasks and sealed `requestState` bind to
+`Principal.id`; scopes and claims are for authorization decisions and for handlers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal, Protocol
+
+TransportKind = Literal["http", "stdio", "memory"]
+
+_NO_CLAIMS: Mapping[str, Any] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """An authenticated caller. `id` is stable across requests (e.g. issuer + subject)."""
+
+    id: str
+    scopes: frozenset[str] = frozenset()
+    claims: Mapping[str, Any] = field(default=_NO_CLAIMS)
+
+    def has_scopes(self, needed: frozenset[str] | set[str] | tuple[str, ...]) -> bool:
+        return all(s in self.scopes for s in needed)
+
+
+ANONYMOUS = Principal("anonymous")
+
+
+@dataclass(frozen=True, slots=True)
+class Challenge:
+    """A refusal before dispatch: 401 (no or bad credentials) or 403 (insufficient scope).
+
+    `www_authenticate` is the header value, e.g. ``Bearer resource_metadata="…", error="invalid_token"``.
+    """
+
+    status: int
+    www_authenticate: str
+    message: str = "Unauthorized"
+
+
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """What a transport hands its authenticator: HTTP request headers (lower-cased names), or for stdio
+    the headers an operator configured for the process (e.g. from its environment)."""
+
+    transport: TransportKind
+    headers: Mapping[str, str]
+
+
+class Authenticator(Protocol):
+    async def authenticate(self, credentials: Credentials) -> Principal | Challenge: ...
+
+
+class AnonymousAuthenticator:
+    """Everyone is `ANONYMOUS` (the default: no authentication configured)."""
+
+    __slots__ = ()
+
+    async def authenticate(self, credentials: Credentials) -> Principal | Challenge:
+        return ANONYMOUS
+
+
+PrincipalResolver = Callable[[Mapping[str, str] | None], str]
+
+
+class ResolverAuthenticator:
+    """Adapts a synchronous ``(headers) -> principal id`` function (headers None on stdio)."""
+
+    __slots__ = ("_resolve",)
+
+    def __init__(self, resolve: PrincipalResolver) -> None:
+        self._resolve = resolve
+
+    async def authenticate(self, credentials: Credentials) -> Principal | Challenge:
+        headers = credentials.headers if credentials.transport == "http" else None
+        return Principal(self._resolve(headers))
