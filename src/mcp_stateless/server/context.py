@@ -18,6 +18,7 @@ from ..protocol.endpoint import Outbox
 from ..protocol.envelope import LOG_LEVEL_RANK, Request
 from ..protocol.errors import McpError
 from ..protocol.principal import Principal
+from ..state.base import HandleStore
 
 log = logging.getLogger("mcp_stateless")
 
@@ -151,6 +152,7 @@ class Context:
     request: Request
     principal: Principal  # handles, tasks and requestState bind to `principal.id`
     outbox: Outbox | None = None
+    handles: HandleStore | None = None  # where `Handle.mint/resolve` keep handles (any handler may)
     answers: dict[str, Any] = field(default_factory=dict)
     state: dict[str, Any] = field(default_factory=dict)
     mrtr_allowed: bool = False

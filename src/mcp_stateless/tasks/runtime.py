@@ -24,15 +24,11 @@ from typing import TYPE_CHECKING, Any
 from ..protocol import errors
 from ..protocol.envelope import Request
 from ..protocol.errors import McpError
-from ..protocol.principal import Principal
-from ..server.context import Context, InputRequired
-from ..server.events import ChangeEvent
-from .model import EXTENSION_ID, TaskRecord, new_task_id
+from .host import NeedsInput, TaskOutcome, ToolHost
+from .model import EXTENSION_ID, TaskRecord, TaskStatus, new_task_id
 from .store import MemoryTaskStore, StoreUnavailable, TaskStore, open_task_store
 
 if TYPE_CHECKING:
-    from ..server.app import App
-    from ..server.registry import Tool
     from ..state.base import StateBundle
 
 log = logging.getLogger("mcp_stateless.tasks")
@@ -68,13 +64,13 @@ class TaskRuntime:
         self.sweep_interval_s = sweep_interval_s
         self.max_attempts = max_attempts
         self.instance_id = instance_id or f"{os.getpid()}-{secrets.token_hex(4)}"
-        self._app: App | None = None
+        self._host: ToolHost | None = None
         self._running: dict[str, asyncio.Task[None]] = {}
         self._sweeper: asyncio.Task[None] | None = None
         self._closing = False
 
-    def attach(self, app: App) -> None:
-        self._app = app
+    def attach(self, host: ToolHost) -> None:
+        self._host = host
 
     def adopt_state(self, bundle: StateBundle) -> None:
         """Keep tasks in the app's state backend (same URL as handles and events), unless this runtime was
@@ -83,9 +79,9 @@ class TaskRuntime:
             self.store = bundle.tasks if bundle.tasks is not None else open_task_store(bundle.url)
 
     @property
-    def app(self) -> App:
-        assert self._app is not None, "TaskRuntime is not attached to an App"
-        return self._app
+    def host(self) -> ToolHost:
+        assert self._host is not None, "TaskRuntime is not attached to a host (App.enable_tasks)"
+        return self._host
 
     # ------------------------------------------------------------------ lifecycle
     def ensure_started(self) -> None:
@@ -125,10 +121,9 @@ class TaskRuntime:
             nonlocal rerun
             if rec.status != "working" or rec.lease_until >= now:
                 return False
-            tool = self.app._tools.get(rec.tool)
             if rec.cancel_requested:
                 rec.touch("cancelled", "Cancelled by the client")
-            elif tool is not None and tool.retry_safe and rec.attempts < self.max_attempts:
+            elif self.host.retry_safe(rec.tool) and rec.attempts < self.max_attempts:
                 rec.lease_owner, rec.lease_until = self.instance_id, now + self.lease_s
                 rec.attempts += 1
                 rec.touch(message=f"re-running after a lost instance (attempt {rec.attempts})")
@@ -143,17 +138,17 @@ class TaskRuntime:
         if rec is not None and rec.terminal:
             await self._publish(task_id)
         if rerun and rec is not None:
-            self._spawn(rec)
+            self.spawn(rec)
         return rec
 
     # ------------------------------------------------------------------ creation
-    def new_record(self, tool: Tool, req: Request, principal: str, arguments: dict[str, Any],
+    def new_record(self, tool: str, req: Request, principal: str, arguments: dict[str, Any],
                    answers: dict[str, Any]) -> TaskRecord:
         now = time.time()
         return TaskRecord(
             task_id=new_task_id(),
             principal=principal,
-            tool=tool.name,
+            tool=tool,
             arguments=arguments,
             request_meta={"version": req.version, "capabilities": req.capabilities, "clientInfo": req.client_info},
             created_at=now,
@@ -173,39 +168,25 @@ class TaskRuntime:
         await self.store.create(rec)
         return {"resultType": "task", **rec.task_fields()}
 
-    def _spawn(self, rec: TaskRecord, runner: Awaitable[Any] | None = None) -> None:
+    def spawn(self, rec: TaskRecord, runner: Awaitable[TaskOutcome] | None = None) -> None:
+        """Run a stored task here: `runner` is the handler already running (started inline, then
+        detached), else the host runs the record's tool from the top."""
         tid = rec.task_id
         task = asyncio.get_running_loop().create_task(self._run(rec, runner))
         self._running[tid] = task
         task.add_done_callback(lambda _t: self._running.pop(tid, None))
 
-    def start(self, rec: TaskRecord, runner: Awaitable[Any] | None = None) -> None:
-        """Run a stored task here. `runner` is an already-running handler (created inline, then detached)."""
-        self._spawn(rec, runner)
-
-    def context_for(self, rec: TaskRecord) -> Context:
-        meta = rec.request_meta
-        req = Request(rec.task_id, "tools/call", {"name": rec.tool, "arguments": rec.arguments},
-                      meta.get("version", ""), meta.get("capabilities") or {}, meta.get("clientInfo"), None, None)
-        ctx = Context(req, Principal(rec.principal), None, dict(rec.answers), {}, True, asyncio.get_running_loop())
-        ctx.task_id = rec.task_id
-        return ctx
-
-    async def _run(self, rec: TaskRecord, runner: Awaitable[Any] | None) -> None:
+    async def _run(self, rec: TaskRecord, runner: Awaitable[TaskOutcome] | None) -> None:
         tid = rec.task_id
-        app = self.app
-        tool = app._tools.get(rec.tool)
         renew = asyncio.get_running_loop().create_task(self._renew(tid))
         try:
             if runner is None:
-                if tool is None:
-                    raise McpError(errors.INTERNAL_ERROR, f"tool {rec.tool!r} is no longer available")
-                ctx = self.context_for(rec)
-                runner = app.run_tool(tool, ctx, rec.arguments)
+                runner = self.host.run(rec)
             outcome = await runner
-            await self._finish(tid, "completed", result={**outcome, "resultType": "complete"})
-        except InputRequired as exc:
-            await self._park(tid, exc)
+            if isinstance(outcome, NeedsInput):
+                await self._park(tid, outcome)
+            else:
+                await self._finish(tid, "completed", result={**outcome.result, "resultType": "complete"})
         except McpError as e:
             await self._finish(tid, "failed", error=e.to_error())
         except asyncio.CancelledError:
@@ -242,7 +223,7 @@ class TaskRuntime:
                     task.cancel()
                 return
 
-    async def _finish(self, tid: str, status: str, *, result: dict[str, Any] | None = None,
+    async def _finish(self, tid: str, status: TaskStatus, *, result: dict[str, Any] | None = None,
                       error: dict[str, Any] | None = None, message: str | None = None) -> None:
         def done(rec: TaskRecord) -> bool:
             if rec.terminal:
@@ -251,18 +232,18 @@ class TaskRuntime:
             rec.result, rec.error = result, error
             rec.input_requests = {}
             rec.lease_owner, rec.lease_until = None, 0.0
-            rec.touch(status, message)  # type: ignore[arg-type]
+            rec.touch(status, message)
             return True
 
         await self.store.update(tid, done)
         await self._publish(tid)
 
-    async def _park(self, tid: str, exc: InputRequired) -> None:
+    async def _park(self, tid: str, asked: NeedsInput) -> None:
         def park(rec: TaskRecord) -> bool:
             if rec.terminal:
                 return False
-            fresh = {k: r for k, r in exc.requests.items() if k not in rec.answers}
-            rec.input_requests = {k: r.to_wire() for k, r in fresh.items()}
+            fresh = {k: r for k, r in asked.requests.items() if k not in rec.answers}
+            rec.input_requests = fresh
             rec.asked.extend(k for k in fresh if k not in rec.asked)
             rec.lease_owner, rec.lease_until = None, 0.0
             rec.touch("input_required", "Waiting for input")
@@ -283,7 +264,7 @@ class TaskRuntime:
 
     async def _publish(self, tid: str) -> None:
         with contextlib.suppress(Exception):
-            await self.app.events.publish(ChangeEvent("task", tid))
+            await self.host.publish(tid)
 
     # ------------------------------------------------------------------ tasks/* methods
     async def _owned(self, req: Request, principal: str) -> TaskRecord:
@@ -330,7 +311,7 @@ class TaskRuntime:
 
         updated = await self.store.update(rec.task_id, apply)
         if resume and updated is not None:
-            self._spawn(updated)
+            self.spawn(updated)
         return {"resultType": "complete"}
 
     async def cancel(self, req: Request, principal: str) -> dict[str, Any]:
