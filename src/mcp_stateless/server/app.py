@@ -134,6 +134,22 @@ class App:
     def key_ring(self, ring: KeyRing | None) -> None:
         self.rounds.key_ring = ring
 
+    @property
+    def mrtr_ttl_s(self) -> float:
+        return self.rounds.ttl_s
+
+    @mrtr_ttl_s.setter
+    def mrtr_ttl_s(self, seconds: float) -> None:
+        self.rounds.ttl_s = seconds
+
+    @property
+    def listen_keepalive_s(self) -> float:
+        return self.listeners.keepalive_s
+
+    @listen_keepalive_s.setter
+    def listen_keepalive_s(self, seconds: float) -> None:
+        self.listeners.keepalive_s = seconds
+
     def ensure_key_ring(self) -> KeyRing:
         """The MRTR key ring; a per-process one is generated (with a warning) when none is configured."""
         return self.rounds.keys()

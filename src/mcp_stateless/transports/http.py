@@ -24,7 +24,14 @@ from ..protocol.encoding import encode_message
 from ..protocol.endpoint import Call, Endpoint, KeepAlive, ListenEnd, ListenItem, authenticator_for
 from ..protocol.envelope import Notification, Rejection, Request
 from ..protocol.errors import McpError
-from ..protocol.principal import Authenticator, Challenge, Credentials, Principal
+from ..protocol.principal import (
+    ANONYMOUS,
+    AnonymousAuthenticator,
+    Authenticator,
+    Challenge,
+    Credentials,
+    Principal,
+)
 from ..protocol.security import OriginPolicy
 
 Scope = MutableMapping[str, Any]
@@ -142,6 +149,8 @@ class HttpTransport:
     ) -> None:
         self.endpoint = endpoint
         self.authenticator = authenticator_for(endpoint, authenticator)
+        # perf: with no authentication configured, skip the authenticator's coroutine on every request
+        self._anonymous = isinstance(self.authenticator, AnonymousAuthenticator)
         self.path = path
         self.origin_policy = origin_policy
         self._loopback_policy = OriginPolicy.loopback()
@@ -219,7 +228,7 @@ class HttpTransport:
                 errors.INVALID_REQUEST, "Accept must list application/json and text/event-stream"))
             return
 
-        who = await self.authenticator.authenticate(Credentials("http", headers))
+        who = ANONYMOUS if self._anonymous else await self.authenticator.authenticate(Credentials("http", headers))
         if isinstance(who, Challenge):
             await _challenge(send, who)
             return
