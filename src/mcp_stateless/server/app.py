@@ -35,19 +35,9 @@ from .dispatch import Dispatcher
 from .events import ChangeEvent, EventBus
 from .handles import Handle
 from .listen import Listeners
-from .registry import (
-    DetachMode,
-    Prompt,
-    PromptArgument,
-    Resource,
-    ResourceTemplate,
-    TaskSupport,
-    Tool,
-    injected_params,
-)
+from .registry import DetachMode, Prompt, PromptArgument, TaskSupport, Tool, build_resource
 from .rounds import Rounds
 from .taskcalls import AppToolHost
-from .templates import UriTemplate
 
 __all__ = ["App", "PrincipalResolver"]
 
@@ -280,16 +270,9 @@ class App:
         """Register a resource (a fixed URI) or, when `uri` contains `{…}`, a resource template."""
 
         def deco(fn: F) -> F:
-            inj = injected_params(fn)
-            desc = description if description is not None else (fn.__doc__ or "").strip() or None
-            ann = dict(annotations) if annotations else None
-            is_async = asyncio.iscoroutinefunction(fn)
-            if "{" in uri:
-                self.catalog.add_resource(ResourceTemplate(UriTemplate(uri), name or fn.__name__, fn, inj, desc,
-                                                           title, mime_type, ann, cache, is_async))
-            else:
-                self.catalog.add_resource(Resource(uri, name or fn.__name__, fn, inj, desc, title, mime_type, size,
-                                                   ann, cache, is_async))
+            self.catalog.add_resource(build_resource(uri, fn, name=name, description=description, title=title,
+                                                     mime_type=mime_type, size=size, annotations=annotations,
+                                                     cache=cache))
             return fn
 
         return deco

@@ -6,6 +6,7 @@ looks things up.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -241,3 +242,26 @@ class ResourceTemplate:
 
 def injected_params(fn: Handler, injectable: tuple[type, ...] = (Context,)) -> dict[str, type]:
     return input_binding(fn, injectable=injectable).injected
+
+
+def build_resource(
+    uri: str,
+    fn: Handler,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    title: str | None = None,
+    mime_type: str | None = None,
+    size: int | None = None,
+    annotations: Mapping[str, Any] | None = None,
+    cache: CacheHint | None = None,
+) -> Resource | ResourceTemplate:
+    """A resource for a fixed URI or, when `uri` contains `{…}`, a resource template."""
+    inj = injected_params(fn)
+    desc = description if description is not None else (fn.__doc__ or "").strip() or None
+    ann = dict(annotations) if annotations else None
+    is_async = asyncio.iscoroutinefunction(fn)
+    if "{" in uri:
+        return ResourceTemplate(UriTemplate(uri), name or fn.__name__, fn, inj, desc, title, mime_type, ann, cache,
+                                is_async)
+    return Resource(uri, name or fn.__name__, fn, inj, desc, title, mime_type, size, ann, cache, is_async)
