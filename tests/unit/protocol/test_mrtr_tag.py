@@ -14,7 +14,7 @@ from mcp_stateless.protocol.mrtr import StateContext, params_digest, seal, unsea
 
 RING = KeyRing({"k1": b"k" * 32})
 CTX = StateContext("alice", "tools/call", params_digest("tools/call", {"name": "t"}))
-SEALED = seal(RING, CTX, {"round": 1}, ttl_s=60)
+SEALED = seal(RING, CTX, {"round": 1}, ttl_s=30 * 24 * 3600)  # sealed at import: outlives any test run
 HEAD, TAG = SEALED.rsplit(".", 1)
 
 
