@@ -19,6 +19,7 @@ import uvicorn
 from uvicorn.supervisors import multiprocess
 
 from ..protocol.endpoint import Endpoint
+from ..protocol.principal import Authenticator
 from ..protocol.security import OriginPolicy
 from .http import DEFAULT_MAX_BODY, HttpTransport
 
@@ -33,10 +34,13 @@ def http_transport(
     origin_policy: OriginPolicy | None = None,
     max_body: int = DEFAULT_MAX_BODY,
     instance: str | None = None,
+    authenticator: Authenticator | None = None,
 ) -> HttpTransport:
-    """An `HttpTransport` for `endpoint` whose listen streams `run` ends gracefully on shutdown."""
+    """An `HttpTransport` for `endpoint` whose listen streams `run` ends gracefully on shutdown
+    (`authenticator`: None applies the endpoint's own, as `HttpTransport` does)."""
     _endpoints.append(endpoint)
-    return HttpTransport(endpoint, path=path, origin_policy=origin_policy, max_body=max_body, instance=instance)
+    return HttpTransport(endpoint, authenticator=authenticator, path=path, origin_policy=origin_policy,
+                         max_body=max_body, instance=instance)
 
 
 class _Server(uvicorn.Server):
