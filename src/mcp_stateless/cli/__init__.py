@@ -11,6 +11,7 @@ import sys
 
 from . import client, serve
 from .base import CliError, CommandGroup, Parser
+from .config import ServeConfig
 
 GROUPS: tuple[CommandGroup, ...] = (serve, client)
 
@@ -44,4 +45,4 @@ def main(argv: list[str] | None = None) -> int:
     return status
 
 
-__all__ = ["CliError", "build_parser", "main"]
+__all__ = ["CliError", "ServeConfig", "build_parser", "main"]
