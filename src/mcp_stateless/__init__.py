@@ -9,11 +9,11 @@ from .protocol.versions import LATEST as LATEST_PROTOCOL_VERSION
 from .server import content
 from .server.app import App
 from .server.context import Context, ElicitResult, InputRequest, elicitation, roots, sampling, url_elicitation
-from .server.events import ChangeEvent, EventBus, MemoryEventBus
 from .server.handles import Handle, HandleEnded, HandleError, HandleExpired, HandleUnknown
 from .server.registry import PromptArgument
 from .server.results import ToolError, ToolResult, assistant, user
 from .state import StateBundle, StateUnavailable, open_state
+from .state.events import ChangeEvent, EventBus, MemoryEventBus
 from .tasks.runtime import TaskRuntime
 from .transports.http import HttpTransport
 
