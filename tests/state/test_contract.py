@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from mcp_stateless.state.events import ChangeEvent, Subscription
 from mcp_stateless.state import HandleRecord, StateBundle, open_state
+from mcp_stateless.state.events import ChangeEvent, Subscription
 
 
 def record(key: str = "k1", *, ttl: float = 60.0, data: dict | None = None, principal: str = "alice") -> HandleRecord:
