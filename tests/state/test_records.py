@@ -9,6 +9,7 @@ import time
 import pytest
 
 from mcp_stateless.state import StateBundle, Versioned, open_state
+from mcp_stateless.state.events import Fanout
 
 
 async def test_create_get_and_a_second_create_is_refused(bundle: StateBundle) -> None:
@@ -177,3 +178,17 @@ async def test_payloads_arrive_byte_for_byte(bundle: StateBundle, payload: bytes
     await bundle.bus.publish("t", payload)
     assert await sub.get(2.0) == payload
     sub.close()
+
+
+async def test_the_fanout_forgets_a_topic_when_its_last_reader_leaves() -> None:
+    fanout = Fanout()
+    a, b, c = fanout.subscribe("session:1"), fanout.subscribe("session:1"), fanout.subscribe("session:2")
+    assert fanout.listening
+    a.close()
+    c.close()
+    fanout.deliver("session:1", b"x")
+    assert await b.get(0) == b"x"
+    assert fanout.listening  # session:1 still has a reader
+    b.close()
+    assert not fanout.listening  # so a shared bus's reader stops
+    assert fanout._topics == {}

@@ -131,6 +131,23 @@ class MemoryEventBus:
         self._subs.add(sub)
         return sub
 
+    @property
+    def subscriber_count(self) -> int:
+        return len(self._subs)
+
+
+class _TopicQueue(QueueSubscription[bytes]):
+    __slots__ = ("_fanout", "_topic")
+
+    def __init__(self, fanout: Fanout, topic: str, owner: set[QueueSubscription[bytes]]) -> None:
+        super().__init__(owner, fanout.max_backlog)
+        self._fanout = fanout
+        self._topic = topic
+
+    def close(self) -> None:
+        super().close()
+        self._fanout.forget_if_unread(self._topic)
+
 
 class Fanout:
     """The readers of each topic in this process: what every engine's bus delivers to."""
@@ -141,23 +158,22 @@ class Fanout:
 
     def subscribe(self, topic: str) -> QueueSubscription[bytes]:
         subs = self._topics.setdefault(topic, set())
-        sub = QueueSubscription(subs, self.max_backlog)
+        sub = _TopicQueue(self, topic, subs)
         subs.add(sub)
         return sub
 
     def deliver(self, topic: str, payload: bytes) -> None:
-        subs = self._topics.get(topic)
-        if not subs:
-            if subs is not None:
-                del self._topics[topic]  # its last reader left
-            return
-        for sub in tuple(subs):
+        for sub in tuple(self._topics.get(topic, ())):
             sub.put(payload)
+
+    def forget_if_unread(self, topic: str) -> None:
+        if not self._topics.get(topic, True):
+            del self._topics[topic]  # its last reader left (per-session topics come and go)
 
     @property
     def listening(self) -> bool:
         """Whether any topic has a reader (a shared bus's reader stops when nobody listens)."""
-        return any(self._topics.values())
+        return bool(self._topics)
 
 
 def encode_change(event: ChangeEvent) -> bytes:

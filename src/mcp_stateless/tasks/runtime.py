@@ -77,8 +77,8 @@ class TaskRuntime:
         self._app = app
 
     def adopt_state(self, bundle: StateBundle) -> None:
-        """Keep tasks in the app's state backend (same URL as handles and events), unless this runtime was
-        built with its own store."""
+        """Keep tasks in the app's state bundle, on the connection its handles and events use (closed by
+        `bundle.aclose()`), unless this runtime was built with its own store."""
         if not self._explicit_store:
             self.store = bundle.typed_store(TaskStore)
 
