@@ -5,6 +5,7 @@ concurrent requests raced to cause them."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -36,7 +37,12 @@ class Instances:
 
     def __init__(self, url: str, n: int, **runtime_kw: Any) -> None:
         self.runs: dict[str, int] = {}
+        self._lock = threading.Lock()  # sync tools run in worker threads: count without losing any
         self.apps = [self._build(url, f"i{i}", runtime_kw) for i in range(n)]
+
+    def ran(self, ctx: Context) -> None:
+        with self._lock:
+            self.runs[ctx.task_id or ""] = self.runs.get(ctx.task_id or "", 0) + 1
 
     def _build(self, url: str, name: str, runtime_kw: dict[str, Any]) -> App:
         app = App("races", tasks=TaskRuntime(instance_id=name, poll_interval_ms=20, **runtime_kw))
@@ -45,12 +51,12 @@ class Instances:
         @app.tool(task="optional")
         def deploy(ctx: Context) -> str:
             answer = ctx.elicit("Deploy?", FORM, key="go")
-            self.runs[ctx.task_id or ""] = self.runs.get(ctx.task_id or "", 0) + 1  # past the question
+            self.ran(ctx)  # past the question: counts executions with the answer
             return f"deployed={answer.content}"
 
         @app.tool(task="optional", retry_safe=True)
         async def reindex(ctx: Context, seconds: float) -> str:
-            self.runs[ctx.task_id or ""] = self.runs.get(ctx.task_id or "", 0) + 1
+            self.ran(ctx)
             await asyncio.sleep(seconds)
             return "reindexed"
 
