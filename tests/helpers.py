@@ -1,92 +1,39 @@
 """Shared test helpers: request builders, an in-process ASGI driver, SSE parsing and wire-schema checks.
 
 Every message the driver receives is validated against the official 2026-07-28 JSON schema
-(tests/fixtures/schema/2026-07-28.json), by the response type of the method that was called.
+(`mcp_stateless.conformance.schema`), by the response type of the method that was called.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import httpx
-import jsonschema
 import orjson
-from referencing import Registry, Resource
 
 from mcp_stateless import App, HttpTransport
+from mcp_stateless.conformance import schema
 
 PV = "2026-07-28"
-SCHEMA_PATH = Path(__file__).parent / "fixtures" / "schema" / "2026-07-28.json"
 BASE_URL = "http://127.0.0.1:8000"
 ACCEPT_BOTH = "application/json, text/event-stream"
 
-# method -> the schema definition of its successful response
-RESPONSE_DEFS: dict[str, str] = {
-    "server/discover": "DiscoverResultResponse",
-    "tools/list": "ListToolsResultResponse",
-    "tools/call": "CallToolResultResponse",
-    "prompts/list": "ListPromptsResultResponse",
-    "prompts/get": "GetPromptResultResponse",
-    "resources/list": "ListResourcesResultResponse",
-    "resources/templates/list": "ListResourceTemplatesResultResponse",
-    "resources/read": "ReadResourceResultResponse",
-    "completion/complete": "CompleteResultResponse",
-    "subscriptions/listen": "SubscriptionsListenResultResponse",
-}
-# notification method -> its schema definition
-NOTIFICATION_DEFS: dict[str, str] = {
-    "notifications/progress": "ProgressNotification",
-    "notifications/message": "LoggingMessageNotification",
-    "notifications/tools/list_changed": "ToolListChangedNotification",
-    "notifications/prompts/list_changed": "PromptListChangedNotification",
-    "notifications/resources/list_changed": "ResourceListChangedNotification",
-    "notifications/resources/updated": "ResourceUpdatedNotification",
-    "notifications/subscriptions/acknowledged": "SubscriptionsAcknowledgedNotification",
-    "notifications/cancelled": "CancelledNotification",
-}
-
-
-@functools.cache
-def _schema() -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads(SCHEMA_PATH.read_text())
-    return doc
-
-
-@functools.cache
-def _validator(definition: str) -> jsonschema.Draft202012Validator:
-    doc = _schema()
-    if definition not in doc["$defs"]:
-        raise KeyError(f"schema has no definition {definition}")
-    root = Resource.from_contents(doc)
-    registry: Registry[Any] = Registry().with_resource("urn:mcp-2026-07-28", root)
-    return jsonschema.Draft202012Validator(
-        {"$ref": f"urn:mcp-2026-07-28#/$defs/{definition}"}, registry=registry
-    )
-
 
 def validate_as(message: Any, definition: str) -> None:
-    errors = sorted(_validator(definition).iter_errors(message), key=lambda e: list(e.absolute_path))
-    if errors:
-        detail = "; ".join(f"{'/'.join(map(str, e.absolute_path))}: {e.message[:200]}" for e in errors[:5])
-        raise AssertionError(f"message is not a valid {definition}: {detail}\n{message!r}")
+    try:
+        schema.validate_as(message, definition)
+    except schema.SchemaViolation as e:
+        raise AssertionError(str(e)) from None
 
 
 def validate_message(message: Any, method: str | None = None) -> None:
     """Validate one server-emitted message by kind (error / result of `method` / notification)."""
-    assert isinstance(message, dict), message
-    if "error" in message:
-        validate_as(message, "JSONRPCErrorResponse")
-        assert "result" not in message
-    elif "result" in message:
-        validate_as(message, RESPONSE_DEFS.get(method or "", "JSONRPCResultResponse"))
-        validate_as(message, "JSONRPCResultResponse")
-    else:
-        assert "id" not in message, "the server must not send requests"
-        validate_as(message, NOTIFICATION_DEFS[message["method"]])
+    try:
+        schema.validate_server_message(message, method)
+    except schema.SchemaViolation as e:
+        raise AssertionError(str(e)) from None
 
 
 # --------------------------------------------------------------------------- builders

@@ -1,23 +1,102 @@
-"""mcp-stateless: a fast, stateless Model Context Protocol (2026-07-28) runtime."""
+"""mcp-stateless: a fast, stateless Model Context Protocol (2026-07-28) runtime.
 
-from .client import Client, ClientError, SyncClient
-from .protocol.caching import CacheHint
-from .protocol.errors import McpError
-from .protocol.mrtr import KeyRing
-from .protocol.security import OriginPolicy
-from .protocol.versions import LATEST as LATEST_PROTOCOL_VERSION
-from .server import content
-from .server.app import App
-from .server.context import Context, ElicitResult, InputRequest, elicitation, roots, sampling, url_elicitation
-from .server.events import ChangeEvent, EventBus, MemoryEventBus
-from .server.handles import Handle, HandleEnded, HandleError, HandleExpired, HandleUnknown
-from .server.registry import PromptArgument
-from .server.results import ToolError, ToolResult, assistant, user
-from .state import StateBundle, StateUnavailable, open_state
-from .tasks.runtime import TaskRuntime
-from .transports.http import HttpTransport
+The names below load on first use (PEP 562), so `import mcp_stateless` costs nothing and a client or a
+CLI command never pays for the server stack (pydantic, jsonschema) it does not touch.
+"""
 
-__version__ = "0.1.0"
+# Only underscored helpers at module level: every other name here is public and listed in __all__.
+import importlib as _importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from .client import Client, ClientError, SyncClient, TaskHandle
+    from .protocol.caching import CacheHint
+    from .protocol.errors import McpError
+    from .protocol.mrtr import KeyRing
+    from .protocol.security import OriginPolicy
+    from .protocol.versions import LATEST as LATEST_PROTOCOL_VERSION
+    from .server import content
+    from .server.app import App
+    from .server.context import Context, ElicitResult, InputRequest, elicitation, roots, sampling, url_elicitation
+    from .server.handles import Handle, HandleEnded, HandleError, HandleExpired, HandleUnknown
+    from .server.registry import PromptArgument
+    from .server.results import ToolError, ToolResult, assistant, user
+    from .state import StateBundle, StateUnavailable, open_state
+    from .state.events import ChangeEvent, EventBus, MemoryEventBus
+    from .tasks.runtime import TaskRuntime
+    from .transports.http import HttpTransport
+    from .transports.stdio import serve_stdio
+
+# public name -> (module relative to this package, attribute in it; None: the module itself)
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "Client": (".client", "Client"),
+    "ClientError": (".client", "ClientError"),
+    "SyncClient": (".client", "SyncClient"),
+    "TaskHandle": (".client", "TaskHandle"),
+    "CacheHint": (".protocol.caching", "CacheHint"),
+    "McpError": (".protocol.errors", "McpError"),
+    "KeyRing": (".protocol.mrtr", "KeyRing"),
+    "OriginPolicy": (".protocol.security", "OriginPolicy"),
+    "LATEST_PROTOCOL_VERSION": (".protocol.versions", "LATEST"),
+    "content": (".server.content", None),
+    "App": (".server.app", "App"),
+    "Context": (".server.context", "Context"),
+    "ElicitResult": (".server.context", "ElicitResult"),
+    "InputRequest": (".server.context", "InputRequest"),
+    "elicitation": (".server.context", "elicitation"),
+    "roots": (".server.context", "roots"),
+    "sampling": (".server.context", "sampling"),
+    "url_elicitation": (".server.context", "url_elicitation"),
+    "ChangeEvent": (".state.events", "ChangeEvent"),
+    "EventBus": (".state.events", "EventBus"),
+    "MemoryEventBus": (".state.events", "MemoryEventBus"),
+    "Handle": (".server.handles", "Handle"),
+    "HandleEnded": (".server.handles", "HandleEnded"),
+    "HandleError": (".server.handles", "HandleError"),
+    "HandleExpired": (".server.handles", "HandleExpired"),
+    "HandleUnknown": (".server.handles", "HandleUnknown"),
+    "PromptArgument": (".server.registry", "PromptArgument"),
+    "ToolError": (".server.results", "ToolError"),
+    "ToolResult": (".server.results", "ToolResult"),
+    "assistant": (".server.results", "assistant"),
+    "user": (".server.results", "user"),
+    "StateBundle": (".state", "StateBundle"),
+    "StateUnavailable": (".state", "StateUnavailable"),
+    "open_state": (".state", "open_state"),
+    "TaskRuntime": (".tasks.runtime", "TaskRuntime"),
+    "HttpTransport": (".transports.http", "HttpTransport"),
+    "serve_stdio": (".transports.stdio", "serve_stdio"),
+}
+
+_DISTRIBUTION = "mcp-stateless"  # the one place the version lives is pyproject.toml
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(_DISTRIBUTION)
+    except PackageNotFoundError:  # a source tree on sys.path, never installed
+        return "0.0.0+unknown"
+
+
+def __getattr__(name: str) -> object:
+    if name == "__version__":
+        value: object = _version()
+    else:
+        try:
+            module_name, attr = _LAZY[name]
+        except KeyError:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+        module = _importlib.import_module(module_name, __name__)
+        value = module if attr is None else getattr(module, attr)
+    globals()[name] = value  # resolved once; later lookups never reach __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "LATEST_PROTOCOL_VERSION",
@@ -44,6 +123,7 @@ __all__ = [
     "StateBundle",
     "StateUnavailable",
     "SyncClient",
+    "TaskHandle",
     "TaskRuntime",
     "ToolError",
     "ToolResult",
@@ -54,6 +134,7 @@ __all__ = [
     "open_state",
     "roots",
     "sampling",
+    "serve_stdio",
     "url_elicitation",
     "user",
 ]

@@ -26,13 +26,13 @@ from ..protocol.principal import (
     ResolverAuthenticator,
 )
 from ..protocol.versions import MODERN_VERSIONS
-from ..state.base import HandleStore, StateBundle
+from ..state import HandleStore, StateBundle
+from ..state.events import ChangeEvent, EventBus
 from ..tasks.model import EXTENSION_ID as TASKS_EXTENSION
 from ..tasks.runtime import TaskRuntime
 from .catalog import Catalog, ListKind
 from .context import Context
 from .dispatch import Dispatcher
-from .events import ChangeEvent, EventBus
 from .handles import Handle
 from .listen import Listeners
 from .registry import DetachMode, Prompt, PromptArgument, TaskSupport, Tool, build_resource

@@ -18,7 +18,7 @@ from ..protocol.endpoint import Outbox
 from ..protocol.envelope import LOG_LEVEL_RANK, Request
 from ..protocol.errors import McpError
 from ..protocol.principal import Principal
-from ..state.base import HandleStore
+from ..state import HandleStore
 
 log = logging.getLogger("mcp_stateless")
 

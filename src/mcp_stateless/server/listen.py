@@ -10,11 +10,11 @@ from typing import Any
 from ..protocol import errors
 from ..protocol.endpoint import KEEPALIVE, Call, ListenEnd, ListenEvent, ListenItem
 from ..protocol.envelope import META_SUBSCRIPTION_ID, Request
+from ..state.events import ChangeEvent, EventBus, MemoryEventBus, Subscription
 from ..tasks.model import EXTENSION_ID as TASKS_EXTENSION
 from ..tasks.runtime import REQUIRED_CAPABILITY as TASKS_REQUIRED
 from ..tasks.runtime import TaskRuntime, declares_tasks
 from .catalog import Catalog
-from .events import ChangeEvent, EventBus, MemoryEventBus, Subscription
 
 log = logging.getLogger("mcp_stateless")
 

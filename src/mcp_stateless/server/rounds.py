@@ -12,7 +12,7 @@ from ..protocol.endpoint import Call
 from ..protocol.envelope import Request
 from ..protocol.errors import McpError
 from ..protocol.mrtr import MRTR_METHODS, KeyRing, StateContext, check_input_responses, seal, unseal
-from ..state.base import HandleStore
+from ..state import HandleStore
 from .context import Context, InputRequired
 
 log = logging.getLogger("mcp_stateless")

@@ -12,13 +12,13 @@ from ..protocol.envelope import Request
 from ..protocol.errors import McpError
 from ..protocol.mrtr import StateContext
 from ..protocol.principal import Principal
-from ..state.base import HandleStore
+from ..state import HandleStore
+from ..state.events import ChangeEvent, EventBus
 from ..tasks.host import Completed, NeedsInput, TaskOutcome
 from ..tasks.model import TaskRecord
 from ..tasks.runtime import TaskRuntime
 from .catalog import Catalog
 from .context import Context, InputRequired
-from .events import ChangeEvent, EventBus
 from .invoke import run_tool
 from .registry import Tool
 from .rounds import Rounds

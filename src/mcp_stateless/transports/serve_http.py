@@ -1,76 +1,57 @@
-"""Running the HTTP transport under uvicorn, one process or several workers on one socket.
+"""Running HTTP transports under uvicorn: in this process, or in several worker processes on one socket.
 
-The fastest stack installed is used (httptools + uvloop when present). On shutdown every open listen
-stream first gets its final result, then uvicorn drains connections.
+The fastest stack installed is used (httptools + uvloop when present). On shutdown every endpoint served
+through `http_transport` is closed first, so its open listen streams get their final result, and only then
+does uvicorn drain connections.
+
+Worker processes cannot be handed objects: each builds its own transport by calling a zero-argument
+factory that `run` names by import path ("package.module:function"). How the factory learns its
+configuration is its owner's business (the CLI passes its `ServeConfig` in one environment variable).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import inspect
-import json
-import os
-import sys
 from typing import Any
 
 import uvicorn
 from uvicorn.supervisors import multiprocess
 
-from ..server.app import App
-from .http import HttpTransport
+from ..protocol.endpoint import Endpoint
+from ..protocol.principal import Authenticator
+from ..protocol.security import OriginPolicy
+from .http import DEFAULT_MAX_BODY, HttpTransport
 
-SETTINGS_ENV = "MCP_STATELESS_SERVE"
-
-
-@dataclasses.dataclass(frozen=True)
-class Settings:
-    app_spec: str
-    host: str
-    port: int
-    path: str = "/mcp"
-    workers: int = 1
-    allowed_hosts: tuple[str, ...] = ()
-    allowed_origins: tuple[str, ...] = ()
-    max_body: int = 4 * 1024 * 1024
-    log_level: str = "info"
+# Endpoints of the transports this process serves, closed before uvicorn's own shutdown.
+_endpoints: list[Endpoint] = []
 
 
-_transports: list[HttpTransport] = []
-
-
-def build_transport(settings: Settings, app: App) -> HttpTransport:
-    from ..cli import origin_policy
-
-    policy = origin_policy(settings.host, list(settings.allowed_hosts), list(settings.allowed_origins))
-    transport = HttpTransport(app, path=settings.path, origin_policy=policy, max_body=settings.max_body)
-    _transports.append(transport)
-    return transport
-
-
-def worker_app() -> HttpTransport:
-    """uvicorn factory run inside each worker process."""
-    from ..cli import configure_keys, configure_state, load_app
-
-    raw = json.loads(os.environ[SETTINGS_ENV])
-    raw["allowed_hosts"] = tuple(raw["allowed_hosts"])
-    raw["allowed_origins"] = tuple(raw["allowed_origins"])
-    settings = Settings(**raw)
-    app = load_app(settings.app_spec)
-    configure_keys(app, settings.workers)
-    configure_state(app, None, settings.workers)  # the store the parent chose, via MCP_STATELESS_STATE
-    return build_transport(settings, app)
+def http_transport(
+    endpoint: Endpoint,
+    *,
+    path: str | None = "/mcp",
+    origin_policy: OriginPolicy | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
+    instance: str | None = None,
+    authenticator: Authenticator | None = None,
+) -> HttpTransport:
+    """An `HttpTransport` for `endpoint` whose listen streams `run` ends gracefully on shutdown
+    (`authenticator`: None applies the endpoint's own, as `HttpTransport` does)."""
+    _endpoints.append(endpoint)
+    return HttpTransport(endpoint, authenticator=authenticator, path=path, origin_policy=origin_policy,
+                         max_body=max_body, instance=instance)
 
 
 class _Server(uvicorn.Server):
     async def shutdown(self, sockets: Any = None) -> None:
-        for t in _transports:
-            await t.endpoint.aclose()
+        for endpoint in _endpoints:
+            await endpoint.aclose()
         await super().shutdown(sockets)
 
 
 class _WorkerProcess(getattr(multiprocess, "Process", object)):  # type: ignore[misc]
-    """One worker of `--workers N` on uvicorn >= 0.35: serves with _Server (listen streams end gracefully)."""
+    """One worker of several on uvicorn >= 0.35: serves with _Server (listen streams end gracefully)."""
 
     @property
     def server(self) -> uvicorn.Server:
@@ -88,25 +69,31 @@ def _stack() -> dict[str, str]:
     }
 
 
-def run(settings: Settings, app: App) -> int:
+def run(target: HttpTransport | str, *, host: str, port: int, workers: int = 1, log_level: str = "info") -> int:
+    """Serve until SIGINT/SIGTERM, then return the exit status.
+
+    `target` is a transport from `http_transport` (this process only), or the import path of a factory
+    returning one, which each of `workers` processes calls for itself.
+    """
     common: dict[str, Any] = {
-        "host": settings.host,
-        "port": settings.port,
-        "log_level": settings.log_level,
+        "host": host,
+        "port": port,
+        "log_level": log_level,
         "access_log": False,
         "lifespan": "on",
         "timeout_graceful_shutdown": 5,
         "server_header": False,
         **_stack(),
     }
-    if settings.workers == 1:
-        config = uvicorn.Config(build_transport(settings, app), **common)
+    if isinstance(target, HttpTransport):
+        if workers != 1:
+            raise ValueError("several workers need the import path of a transport factory, not a transport")
+        _Server(uvicorn.Config(target, **common)).run()
+        return 0
+    config = uvicorn.Config(target, factory=True, workers=workers, **common)
+    if workers == 1:
         _Server(config).run()
         return 0
-    os.environ[SETTINGS_ENV] = json.dumps(dataclasses.asdict(settings))
-    config = uvicorn.Config(
-        "mcp_stateless.transports.serve_http:worker_app", factory=True, workers=settings.workers, **common
-    )
     sock = config.bind_socket()
     if "target" in inspect.signature(multiprocess.Multiprocess.__init__).parameters:  # uvicorn < 0.35
         multiprocess.Multiprocess(config, target=_Server(config).run, sockets=[sock]).run()  # type: ignore[call-arg,unused-ignore]
@@ -116,7 +103,3 @@ def run(settings: Settings, app: App) -> int:
         multiprocess.Process = _WorkerProcess  # type: ignore[misc,unused-ignore]
         multiprocess.Multiprocess(config, sockets=[sock]).run()
     return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(0)

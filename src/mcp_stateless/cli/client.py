@@ -1,25 +1,23 @@
-"""Client subcommands of `mcp-stateless`: discover, tools, call, read, prompt, listen.
+"""Client commands of `mcp-stateless`: discover, tools, call, read, prompt, listen.
 
 TARGET is a URL (Streamable HTTP) or `--stdio "command"`. Output is readable by default, JSON with `--json`.
+Only the public `mcp_stateless.client` API is used, imported when a command runs: the server stack
+(pydantic, jsonschema) is never loaded.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
+import logging
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import orjson
+from .base import CliError
 
-from ..protocol.errors import McpError
-from .channels import ChannelError
-from .core import Client
-from .events import Acknowledged, ClientError, ListenEnded, ListenEvent, ResourceUpdated
-
-COMMANDS = ("discover", "tools", "call", "read", "prompt", "listen")
+if TYPE_CHECKING:
+    from ..client import Client, ListenEvent
 
 
 def _target(p: argparse.ArgumentParser) -> None:
@@ -41,10 +39,10 @@ _USAGE = {
 }
 
 
-def add_subcommands(sub: Any) -> None:
-    """Called by the top-level parser: one subparser per client command."""
+def register(sub: Any) -> None:
     for name, (help_, rest) in _USAGE.items():
         p = sub.add_parser(name, help=help_, description=help_ + ". TARGET is a URL or --stdio COMMAND.")
+        p.set_defaults(run=run)
         _target(p)
         if rest:
             p.add_argument("rest", nargs="*", metavar=rest)
@@ -58,14 +56,14 @@ def _positionals(args: Any) -> None:
     pos = ([args.target] if args.target is not None else []) + list(getattr(args, "rest", []) or [])
     if args.stdio is None:
         if not pos:
-            raise _Usage("give a TARGET URL or --stdio COMMAND")
+            raise CliError("give a TARGET URL or --stdio COMMAND")
         args.target = pos.pop(0)
     else:
         args.target = None
     cmd = args.command
     if cmd in ("call", "prompt", "read"):
         if not pos:
-            raise _Usage(f"{cmd} needs {_USAGE[cmd][1].split()[0]}")
+            raise CliError(f"{cmd} needs {_USAGE[cmd][1].split()[0]}")
         first = pos.pop(0)
         if cmd == "call":
             args.tool, args.args = first, pos
@@ -73,14 +71,10 @@ def _positionals(args: Any) -> None:
             args.name, args.args = first, pos
         else:
             if pos:
-                raise _Usage("read takes one URI")
+                raise CliError("read takes one URI")
             args.uri = first
     elif pos:
-        raise _Usage(f"unexpected arguments: {' '.join(pos)}")
-
-
-class _Usage(Exception):
-    pass
+        raise CliError(f"unexpected arguments: {' '.join(pos)}")
 
 
 def parse_kv(items: list[str], *, strings: bool = False) -> dict[str, Any]:
@@ -89,7 +83,7 @@ def parse_kv(items: list[str], *, strings: bool = False) -> dict[str, Any]:
     for item in items:
         key, sep, raw = item.partition("=")
         if not sep or not key:
-            raise _Usage(f"expected key=value, got {item!r}")
+            raise CliError(f"expected key=value, got {item!r}")
         if strings:
             out[key] = raw
             continue
@@ -116,6 +110,8 @@ def _elicit_tty(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _client(args: Any) -> Client:
+    from ..client import Client
+
     _positionals(args)
     kw: dict[str, Any] = {"version": args.protocol_version, "timeout": args.timeout, "elicitation": _elicit_tty}
     if args.stdio is not None:
@@ -124,6 +120,8 @@ def _client(args: Any) -> Client:
 
 
 def _dump(obj: Any) -> None:
+    import orjson
+
     sys.stdout.write(orjson.dumps(obj, option=orjson.OPT_INDENT_2).decode() + "\n")
 
 
@@ -146,6 +144,8 @@ def _content(blocks: Any) -> list[str]:
 
 
 async def _run(args: Any) -> int:
+    from ..client import Acknowledged, ListenEnded
+
     async with _client(args) as c:
         cmd = args.command
         if cmd == "discover":
@@ -213,6 +213,10 @@ async def _run(args: Any) -> int:
 
 
 def _print_event(ev: ListenEvent, as_json: bool) -> None:
+    import orjson
+
+    from ..client import Acknowledged, ResourceUpdated
+
     if as_json:
         sys.stdout.write(orjson.dumps({"event": type(ev).__name__, "method": ev.method, "params": ev.params})
                          .decode() + "\n")
@@ -226,16 +230,16 @@ def _print_event(ev: ListenEvent, as_json: bool) -> None:
     sys.stdout.flush()
 
 
-def run(args: Any) -> int:
-    """Entry point from `mcp_stateless.cli.main` for the client commands."""
-    import logging
+def run(args: argparse.Namespace) -> int:
+    """One client command; usage mistakes raise `CliError` (exit status 2), failures exit 1."""
+    import asyncio
+
+    from ..client import ChannelError, ClientError
+    from ..protocol.errors import McpError
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     try:
         return asyncio.run(_run(args))
-    except _Usage as e:
-        print(f"mcp-stateless: error: {e}", file=sys.stderr)
-        return 2
     except McpError as e:
         print(f"mcp-stateless: server error {e.code}: {e.message}", file=sys.stderr)
         return 1
@@ -248,5 +252,3 @@ def run(args: Any) -> int:
         with contextlib.suppress(Exception):
             sys.stdout.flush()
 
-
-__all__ = ["COMMANDS", "add_subcommands", "parse_kv", "run"]

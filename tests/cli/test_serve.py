@@ -25,8 +25,6 @@ PV = "2026-07-28"
 KEY = "k1:" + base64.b64encode(b"0123456789abcdef0123456789abcdef").decode()
 
 
-
-
 def env(**extra: str) -> dict[str, str]:
     e = {k: v for k, v in os.environ.items() if k != "MCP_STATELESS_KEYS"}
     return {**e, "PYTHONUNBUFFERED": "1", **extra}

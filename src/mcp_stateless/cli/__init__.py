@@ -1,0 +1,48 @@
+"""The `mcp-stateless` command line: one module per command group, each registering its subcommands.
+
+`serve` (serve.py) runs an app over stdio or Streamable HTTP; discover, tools, call, read, prompt and
+listen (client.py) talk to a server. Each subcommand carries its `run(args) -> exit status`; `main` only
+parses and dispatches, so adding a group (audit, inventory, bridge) is one module and one line below.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from . import client, serve
+from .base import CliError, CommandGroup, Parser
+from .config import ServeConfig
+
+GROUPS: tuple[CommandGroup, ...] = (serve, client)
+
+
+def build_parser() -> Parser:
+    p = Parser(
+        prog="mcp-stateless",
+        description="Serve an MCP (2026-07-28, stateless) application over Streamable HTTP or stdio.",
+        epilog="Example: mcp-stateless serve examples/echo.py:app --http 127.0.0.1:8000",
+    )
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for group in GROUPS:
+        group.register(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    run = getattr(args, "run", None)
+    if run is None:
+        parser.print_help()
+        return 2
+    try:
+        status: int = run(args)
+    except CliError as e:
+        print(f"mcp-stateless: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return status
+
+
+__all__ = ["CliError", "ServeConfig", "build_parser", "main"]

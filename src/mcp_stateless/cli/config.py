@@ -1,0 +1,88 @@
+"""`ServeConfig`: everything `mcp-stateless serve` was told, as one immutable object.
+
+The command line (plus the documented environment settings it falls back to) builds it once; the process
+that serves, and every worker process of `--workers N`, derives all it does from it. Workers are separate
+processes started by uvicorn, so the config reaches them serialised as JSON in one environment variable
+(`SERVE_CONFIG_ENV`), written by `to_env` in the parent and read by `from_env` in each worker. Nothing else
+travels through the environment.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Mapping, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..protocol.security import LOOPBACK_HOSTS, OriginPolicy
+
+SERVE_CONFIG_ENV = "MCP_STATELESS_SERVE"
+DEFAULT_MAX_BODY = 4 * 1024 * 1024
+
+Transport = Literal["stdio", "http"]
+LogLevel = Literal["debug", "info", "warning", "error", "critical"]
+LOG_LEVELS: tuple[LogLevel, ...] = ("debug", "info", "warning", "error", "critical")
+
+
+@dataclass(frozen=True, slots=True)
+class ServeConfig:
+    """`app`: `path/to/file.py:attr` or `package.module:attr` (attr defaults to `app`).
+    `state`: the state URL; None keeps the app's own state, or opens the per-app SQLite default.
+    `keys`: the MRTR key ring (`kid:base64secret[,...]`); None keeps the app's own.
+    `allowed_hosts`/`allowed_origins`: added to the Host/Origin policy ('*' host: no check).
+    `instance_name`: sent as `X-Mcp-Instance` on every HTTP response (None: not sent)."""
+
+    app: str
+    transport: Transport = "http"
+    host: str = "127.0.0.1"
+    port: int = 8000
+    path: str = "/mcp"
+    workers: int = 1
+    state: str | None = None
+    keys: str | None = field(default=None, repr=False)  # a secret: never in logs or tracebacks
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    instance_name: str | None = None
+    max_body: int = DEFAULT_MAX_BODY
+    log_level: LogLevel = "info"
+
+    @property
+    def processes(self) -> int:
+        """How many processes serve the app with this config (each needs the same MRTR key)."""
+        return self.workers if self.transport == "http" else 1
+
+    def origin_policy(self) -> OriginPolicy | None:
+        """The Host/Origin check: loopback binds are protected by default; a public bind checks nothing
+        unless hosts or origins are named."""
+        if self.allowed_hosts or self.allowed_origins:
+            if "*" in self.allowed_hosts:
+                return OriginPolicy.disabled()
+            base = OriginPolicy.loopback() if self.host in LOOPBACK_HOSTS else OriginPolicy()
+            return OriginPolicy(
+                base.allowed_hosts | {h.lower() for h in self.allowed_hosts},
+                frozenset(o.lower() for o in self.allowed_origins),
+            )
+        if self.host in LOOPBACK_HOSTS:
+            return OriginPolicy.loopback()
+        return None
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> ServeConfig:
+        raw: dict[str, Any] = json.loads(text)
+        raw["allowed_hosts"] = tuple(raw["allowed_hosts"])
+        raw["allowed_origins"] = tuple(raw["allowed_origins"])
+        return cls(**raw)
+
+    def to_env(self, environ: MutableMapping[str, str] = os.environ) -> None:
+        """Hand this config to the worker processes about to be started from this one."""
+        environ[SERVE_CONFIG_ENV] = self.to_json()
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> ServeConfig:
+        """The config the parent process handed over (inside a worker)."""
+        return cls.from_json(environ[SERVE_CONFIG_ENV])

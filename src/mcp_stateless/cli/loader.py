@@ -1,0 +1,66 @@
+"""Finding the app `serve` was pointed at: `module:attr` or `path/to/file.py:attr`."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .base import CliError
+
+if TYPE_CHECKING:
+    from ..server.app import App
+
+
+def load_app(spec: str) -> App:
+    """Import `module:attr` or `path/to/file.py:attr` (attr defaults to `app`); a callable that is not an
+    App is a factory and is called. Every failure is one `CliError` line naming the spec."""
+    from ..server.app import App
+
+    target, _, attr = spec.partition(":")
+    attr = attr or "app"
+    if not target:
+        raise CliError(f"invalid APP {spec!r}: expected module:attr or path/to/file.py:attr")
+    if target.endswith(".py") or os.sep in target:
+        path = Path(target)
+        if not path.is_file():
+            raise CliError(f"cannot load {spec!r}: file {target} does not exist")
+        sys.path.insert(0, str(path.resolve().parent))
+        mod_name = "_mcp_app_" + path.stem
+        loader_spec = importlib.util.spec_from_file_location(mod_name, path)
+        if loader_spec is None or loader_spec.loader is None:
+            raise CliError(f"cannot load {spec!r}: not a Python file")
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[mod_name] = module
+        try:
+            loader_spec.loader.exec_module(module)
+        except Exception as e:
+            raise CliError(f"cannot load {spec!r}: {_describe(e)}") from None
+    else:
+        try:
+            module = importlib.import_module(target)
+        except ModuleNotFoundError as e:
+            raise CliError(f"cannot load {spec!r}: no module named {e.name!r}") from None
+        except Exception as e:
+            raise CliError(f"cannot load {spec!r}: {_describe(e)}") from None
+    obj = getattr(module, attr, None)
+    if obj is None:
+        raise CliError(f"cannot load {spec!r}: {target} has no attribute {attr!r}")
+    if callable(obj) and not isinstance(obj, App):
+        try:
+            obj = obj()  # a factory
+        except Exception as e:
+            raise CliError(f"cannot load {spec!r}: calling {attr}() to build the app raised "
+                           f"{type(e).__name__}: {e}") from None
+    if not isinstance(obj, App):
+        raise CliError(f"cannot load {spec!r}: {attr} is a {type(obj).__name__}, not an mcp_stateless.App")
+    return obj
+
+
+def _describe(e: Exception) -> str:
+    if isinstance(e, SyntaxError):
+        return f"syntax error in {e.filename}, line {e.lineno}: {e.msg}"
+    return f"importing it raised {type(e).__name__}: {e}"

@@ -1,0 +1,214 @@
+"""`mcp-stateless serve APP`: one app over stdio or Streamable HTTP (one process or `--workers N`).
+
+The arguments (and the documented settings MCP_STATELESS_KEYS, MCP_STATELESS_STATE and
+MCP_STATELESS_INSTANCE) become one `ServeConfig`; `serve(config)` does the rest, and each worker process
+rebuilds the same app from the same config (`worker_transport`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import socket
+import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .base import CliError
+from .config import DEFAULT_MAX_BODY, LOG_LEVELS, ServeConfig
+from .loader import load_app
+
+if TYPE_CHECKING:
+    from ..server.app import App
+    from ..transports.http import HttpTransport
+
+log = logging.getLogger("mcp_stateless")
+
+KEYS_ENV = "MCP_STATELESS_KEYS"
+WORKER_FACTORY = f"{__name__}:worker_transport"
+
+
+def register(sub: Any) -> None:
+    s = sub.add_parser(
+        "serve",
+        help="serve an app over stdio or Streamable HTTP",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "Serve APP, an mcp_stateless.App (or a function returning one), given as\n"
+            "  path/to/file.py:attr   a Python file, e.g. examples/echo.py:app\n"
+            "  package.module:attr    an importable module\n"
+            "(`:attr` may be left out: it defaults to `app`)."
+        ),
+        epilog=(
+            "examples:\n"
+            "  mcp-stateless serve examples/echo.py:app --stdio\n"
+            "      a client launches this command and talks JSON lines on its stdin/stdout\n"
+            "  mcp-stateless serve examples/echo.py:app --http 127.0.0.1:8000\n"
+            "      endpoint http://127.0.0.1:8000/mcp\n"
+            f"  {KEYS_ENV}=k1:$(head -c32 /dev/urandom | base64) \\\n"
+            "    mcp-stateless serve examples/echo.py:app --http 0.0.0.0:8000 --workers 2 \\\n"
+            "      --allowed-host mcp.example.com --allowed-origin https://app.example.com\n\n"
+            "Several workers (or instances behind a load balancer) must share the MRTR key:\n"
+            f"{KEYS_ENV}=kid:base64secret[,oldkid:oldsecret] (first key seals, all open).\n"
+            "Logs go to stderr; with --stdio, stdout carries MCP messages only."
+        ),
+    )
+    s.set_defaults(run=run)
+    s.add_argument("app", metavar="APP", help="module:attr or path/to/file.py:attr")
+    mode = s.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--stdio", action="store_true", help="newline-delimited JSON on stdin/stdout")
+    mode.add_argument("--http", metavar="HOST:PORT", help="Streamable HTTP, e.g. 127.0.0.1:8000")
+    s.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
+    s.add_argument("--workers", type=int, default=1, help="HTTP worker processes (default 1)")
+    s.add_argument("--allowed-host", action="append", default=[], metavar="HOST",
+                   help="accept this Host header (repeatable; '*' turns the Host/Origin check off)")
+    s.add_argument("--allowed-origin", action="append", default=[], metavar="ORIGIN",
+                   help="accept this Origin, e.g. https://app.example.com (repeatable)")
+    s.add_argument("--max-body", type=int, default=DEFAULT_MAX_BODY, metavar="BYTES",
+                   help="largest accepted request body (default 4 MiB; larger gets 413)")
+    s.add_argument("--state", metavar="URL", default=None,
+                   help="where handles and change events live: sqlite:///path.db (default: one file per app "
+                        "under ~/.local/state/mcp-stateless), redis://host:6379/0 (several machines), memory:// "
+                        "(tests, one process); also MCP_STATELESS_STATE")
+    s.add_argument("--instance-name", metavar="NAME", default=None,
+                   help="name this instance in an X-Mcp-Instance response header (off by default; "
+                        "also MCP_STATELESS_INSTANCE)")
+    s.add_argument("--log-level", default="info", choices=LOG_LEVELS,
+                   help="server log level (logs go to stderr)")
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return serve(config_from_args(args))
+
+
+def config_from_args(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> ServeConfig:
+    """The one config: the command line first, then the documented environment settings."""
+    from ..state import STATE_ENV
+    from ..transports.http import INSTANCE_ENV
+
+    if args.workers < 1:
+        raise CliError("--workers must be at least 1")
+    if args.max_body < 1:
+        raise CliError("--max-body must be positive")
+    common: dict[str, Any] = {
+        "app": args.app,
+        "path": args.path,
+        "workers": args.workers,
+        "state": args.state or environ.get(STATE_ENV) or None,
+        "keys": environ.get(KEYS_ENV) or None,
+        "allowed_hosts": tuple(args.allowed_host),
+        "allowed_origins": tuple(args.allowed_origin),
+        "max_body": args.max_body,
+        "log_level": args.log_level,
+    }
+    if args.stdio:
+        return ServeConfig(transport="stdio", **common)
+    host, port = parse_hostport(args.http)
+    instance = args.instance_name or environ.get(INSTANCE_ENV) or None
+    return ServeConfig(transport="http", host=host, port=port, instance_name=instance, **common)
+
+
+def parse_hostport(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not host or int(port) > 65535:
+        raise CliError(f"--http expects HOST:PORT (e.g. 127.0.0.1:8000), got {value!r}")
+    return host.strip("[]"), int(port)
+
+
+def serve(config: ServeConfig) -> int:
+    """Serve until stdin ends (stdio) or SIGINT/SIGTERM (HTTP); the exit status."""
+    if config.transport == "stdio":
+        from ..transports.stdio import protect_stdout, serve_stdio
+
+        out_fd = protect_stdout()  # before the app is imported: its prints must not reach the stream
+        return serve_stdio(open_app(config), out_fd)
+    app = open_app(config)  # fail fast on a bad APP, even with several workers
+    _check_port_free(config.host, config.port)
+    from ..transports import serve_http
+
+    if config.workers == 1:
+        return serve_http.run(_transport(config, app), host=config.host, port=config.port,
+                              log_level=config.log_level)
+    config.to_env()
+    return serve_http.run(WORKER_FACTORY, host=config.host, port=config.port, workers=config.workers,
+                          log_level=config.log_level)
+
+
+def worker_transport() -> HttpTransport:
+    """The uvicorn factory each worker process calls: the parent's config, the same app."""
+    config = ServeConfig.from_env()
+    return _transport(config, open_app(config))
+
+
+def _transport(config: ServeConfig, app: App) -> HttpTransport:
+    from ..transports.serve_http import http_transport
+
+    return http_transport(app, path=config.path, origin_policy=config.origin_policy(),
+                          max_body=config.max_body, instance=config.instance_name)
+
+
+def open_app(config: ServeConfig) -> App:
+    """The app `config.app` names, with the MRTR keys and the state store the config asks for."""
+    app = load_app(config.app)
+    _use_keys(app, config)
+    _use_state(app, config)
+    return app
+
+
+def _use_keys(app: App, config: ServeConfig) -> None:
+    """The shared MRTR key ring; required when more than one process serves."""
+    from ..protocol.mrtr import KeyRing
+
+    if config.keys:
+        try:
+            app.key_ring = KeyRing.from_config(config.keys)
+        except ValueError as e:
+            raise CliError(f"{KEYS_ENV}: {e}") from None
+    elif app.key_ring is None and config.processes > 1:
+        raise CliError(
+            f"{config.processes} workers need a shared MRTR key: set {KEYS_ENV}=kid:base64secret "
+            "(the same on every instance)"
+        )
+
+
+def default_state_url(app_name: str, processes: int) -> str:
+    """SQLite under $XDG_STATE_HOME (~/.local/state)/mcp-stateless/<app name>.db. One process keeps its
+    change events to itself (so unrelated servers of the same app never cross-talk); workers share them."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    name = "".join(c if c.isalnum() or c in "-_." else "_" for c in app_name) or "app"
+    url = f"sqlite:///{os.path.join(base, 'mcp-stateless', name + '.db')}"
+    return url if processes > 1 else url + "?events=local"
+
+
+def _use_state(app: App, config: ServeConfig) -> None:
+    """Open the store `config.state` names, or keep the app's own, or open the SQLite default."""
+    from ..state import open_state, redact
+
+    if not config.state and app.state is not None:
+        return  # the app opened its own state and nothing in the config overrides it
+    spec = config.state or default_state_url(app.name, config.processes)
+    try:
+        bundle = open_state(spec)
+    except ValueError as e:
+        raise CliError(f"--state: {e}") from None
+    if config.processes > 1 and not bundle.multiprocess:
+        raise CliError(f"--state {redact(spec)} cannot be shared by {config.processes} workers: "
+                       "use sqlite:///path.db (one machine) or redis://host:port/db")
+    if bundle.shared and app.key_ring is None:
+        raise CliError(f"--state {redact(spec)} is shared by several instances, so they need one MRTR key: "
+                       f"set {KEYS_ENV}=kid:base64secret (the same on every instance)")
+    app.use_state(bundle)
+    log.debug("state: %s", redact(spec))
+
+
+def _check_port_free(host: str, port: int) -> None:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as e:
+            raise CliError(f"cannot listen on {host}:{port}: {e.strerror}") from None

@@ -1,0 +1,115 @@
+"""The client commands for real: `mcp-stateless discover|tools|call|read|prompt|listen` as subprocesses against
+real servers (spawned over stdio, or over HTTP), exact output and exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from services import http_server
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")
+ECHO = f"{sys.executable} -m mcp_stateless.cli serve examples/echo.py:app --stdio"
+FIXTURES = f"{sys.executable} -m mcp_stateless.cli serve examples/conformance_server.py:app --stdio"
+
+
+def cli(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([CLI, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize(("server", "args", "out", "status"), [
+    (ECHO, ["discover"], "server:   echo 1.0.0\nera:      modern (2026-07-28)\nversions: 2026-07-28\n"
+     "capabilities: logging, tools\ninstructions: Echo text back, or add two integers.\n", 0),
+    (ECHO, ["tools"], "echo(text: string)  — Return the text unchanged.\n"
+     "add(a: integer, b: integer)  — Add two integers.\n", 0),
+    (ECHO, ["call", "echo", "text=hi ✓"], "hi ✓\n", 0),
+    (ECHO, ["call", "add", "a=2", "b=3"], "5\n", 0),
+    (FIXTURES, ["call", "test_image_content"], "[image image/png, 96 base64 chars]\n", 0),
+    (FIXTURES, ["call", "test_multiple_content_types"], "Multiple content types test:\n"
+     "[image image/png, 96 base64 chars]\n[resource test://mixed-content-resource]\n"
+     '{"test":"data","value":123}\n', 0),
+    (FIXTURES, ["call", "test_embedded_resource"],
+     "[resource test://embedded-resource]\nThis is an embedded resource content.\n", 0),
+    (FIXTURES, ["call", "test_error_handling"], "This tool intentionally returns an error for testing\n", 1),
+    (FIXTURES, ["read", "test://static-text"], "This is the content of the static text resource.\n", 0),
+    (FIXTURES, ["read", "test://static-binary"], "[blob image/png, 96 base64 chars]\n", 0),
+    (FIXTURES, ["read", "test://template/7/data"], '{"id":"7","templateTest":true,"data":"Data for ID: 7"}\n', 0),
+    (FIXTURES, ["prompt", "test_simple_prompt"], "user: This is a simple prompt for testing.\n", 0),
+    (FIXTURES, ["prompt", "test_prompt_with_arguments", "arg1=x", "arg2=2"],
+     "user: Prompt with arguments: arg1='x', arg2='2'\n", 0),  # prompt arguments stay strings
+    (FIXTURES, ["prompt", "test_prompt_with_image"],
+     "user: [image image/png, 96 base64 chars]\nuser: Please analyze the image above.\n", 0),
+])
+def test_readable_output(server: str, args: list[str], out: str, status: int) -> None:
+    r = cli(args[0], "--stdio", server, *args[1:])
+    assert (r.stdout, r.returncode) == (out, status), r.stderr
+    assert r.stderr == ""
+
+
+def test_json_output() -> None:
+    r = cli("tools", "--stdio", ECHO, "--json")
+    assert r.returncode == 0, r.stderr
+    assert [(t["name"], sorted(t["inputSchema"]["properties"])) for t in json.loads(r.stdout)] == [
+        ("echo", ["text"]), ("add", ["a", "b"])]
+    assert r.stdout.startswith('[\n  {\n    "name": "echo"')  # indented by two
+    r = cli("discover", "--stdio", ECHO, "--json")
+    d = json.loads(r.stdout)
+    assert (d["era"], d["version"], d["supportedVersions"]) == ("modern", "2026-07-28", ["2026-07-28"])
+    assert d["_meta"]["io.modelcontextprotocol/serverInfo"] == {"name": "echo", "version": "1.0.0"}
+    r = cli("call", "--stdio", ECHO, "add", "a=40", "b=2", "--json")
+    assert json.loads(r.stdout)["content"] == [{"type": "text", "text": "42"}]
+
+
+@pytest.mark.parametrize(("args", "err", "status"), [
+    (["call", "--stdio", ECHO, "nope"], "mcp-stateless: server error -32602: Unknown tool: nope", 1),
+    (["call", "--stdio", ECHO], "mcp-stateless: error: call needs TOOL", 2),
+    (["call", "--stdio", ECHO, "echo", "bad"], "mcp-stateless: error: expected key=value, got 'bad'", 2),
+    (["read", "--stdio", FIXTURES], "mcp-stateless: error: read needs URI", 2),
+    (["read", "--stdio", FIXTURES, "a", "b"], "mcp-stateless: error: read takes one URI", 2),
+    (["prompt", "--stdio", ECHO], "mcp-stateless: error: prompt needs NAME", 2),
+    (["tools"], "mcp-stateless: error: give a TARGET URL or --stdio COMMAND", 2),
+    (["tools", "http://127.0.0.1:1/mcp", "extra"],
+     "mcp-stateless: error: unrecognized arguments: extra (see `mcp-stateless --help`)", 2),
+    (["read", "--stdio", ECHO, "x://y"], "mcp-stateless: server error -32601: Method not found: resources/read", 1),
+])
+def test_errors_are_one_line_with_their_exit_status(args: list[str], err: str, status: int) -> None:
+    r = cli(*args)
+    assert (r.stderr.strip(), r.returncode, r.stdout) == (err, status, "")
+
+
+def test_unreachable_server_exits_1() -> None:
+    r = cli("tools", "http://127.0.0.1:1/mcp", "--timeout", "5")
+    assert r.returncode == 1 and r.stdout == ""
+    [line] = r.stderr.strip().splitlines()
+    assert line.startswith("mcp-stateless: error: ")
+
+
+def test_listen_prints_changes_until_count() -> None:
+    argv = [CLI, "serve", "examples/conformance_server.py:app", "--http", "127.0.0.1:{port}",
+            "--log-level", "warning", "--state", "memory://"]
+    with http_server(argv, "conformance server", cwd=ROOT) as url:
+        listener = subprocess.Popen([CLI, "listen", url, "--count", "1"], cwd=ROOT, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+        try:
+            assert listener.stdout is not None
+            first = listener.stdout.readline()  # the acknowledgement: subscribed before anything changes
+            assert first.startswith("subscribed: "), (first, listener.stderr)
+            assert "tools" in first and "prompts" in first
+            deadline = time.monotonic() + 20
+            while listener.poll() is None and time.monotonic() < deadline:
+                assert cli("call", url, "test_trigger_tool_change").returncode == 0
+                time.sleep(0.2)
+            rest, err = listener.communicate(timeout=10)
+        finally:
+            if listener.poll() is None:
+                listener.kill()
+                listener.wait()
+        assert listener.returncode == 0, err
+        assert rest == "tools/list_changed\n"

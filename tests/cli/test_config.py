@@ -1,0 +1,128 @@
+"""`ServeConfig`: built once from the command line and the documented settings, handed to workers whole."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from mcp_stateless.cli import build_parser
+from mcp_stateless.cli.config import SERVE_CONFIG_ENV, ServeConfig
+from mcp_stateless.cli.serve import config_from_args
+from mcp_stateless.protocol.security import OriginPolicy
+from services import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")
+KEY = "k1:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+
+
+def parse(*argv: str, **environ: str) -> ServeConfig:
+    return config_from_args(build_parser().parse_args(["serve", *argv]), environ)
+
+
+def test_the_command_line_becomes_one_config() -> None:
+    config = parse("examples/echo.py:app", "--http", "[::1]:8123", "--path", "/x", "--workers", "3",
+                   "--allowed-host", "a.example", "--allowed-origin", "https://b.example", "--max-body", "10",
+                   "--state", "memory://", "--instance-name", "i-1", "--log-level", "debug",
+                   MCP_STATELESS_KEYS=KEY)
+    assert config == ServeConfig(app="examples/echo.py:app", transport="http", host="::1", port=8123, path="/x",
+                                 workers=3, state="memory://", keys=KEY, allowed_hosts=("a.example",),
+                                 allowed_origins=("https://b.example",), instance_name="i-1", max_body=10,
+                                 log_level="debug")
+    assert config.processes == 3
+
+
+def test_documented_settings_are_defaults_the_command_line_overrides() -> None:
+    env = {"MCP_STATELESS_STATE": "sqlite:///env.db", "MCP_STATELESS_INSTANCE": "from-env"}
+    config = parse("a:app", "--http", "127.0.0.1:1", **env)
+    assert (config.state, config.instance_name, config.keys) == ("sqlite:///env.db", "from-env", None)
+    config = parse("a:app", "--http", "127.0.0.1:1", "--state", "memory://", "--instance-name", "cli", **env)
+    assert (config.state, config.instance_name) == ("memory://", "cli")
+    empty = parse("a:app", "--http", "127.0.0.1:1", MCP_STATELESS_STATE="", MCP_STATELESS_KEYS="")
+    assert (empty.state, empty.keys) == (None, None)
+
+
+def test_stdio_is_one_process_whatever_workers_says() -> None:
+    config = parse("a:app", "--stdio", "--workers", "4")
+    assert (config.transport, config.processes) == ("stdio", 1)
+
+
+def test_building_the_config_writes_no_environment() -> None:
+    before = dict(os.environ)
+    parse("a:app", "--http", "127.0.0.1:1", "--instance-name", "x", "--state", "memory://")
+    assert dict(os.environ) == before
+
+
+def test_json_round_trip_and_env_hand_over() -> None:
+    config = parse("examples/echo.py:app", "--http", "0.0.0.0:9", "--allowed-host", "h", "--workers", "2",
+                   MCP_STATELESS_KEYS=KEY)
+    assert ServeConfig.from_json(config.to_json()) == config
+    environ: dict[str, str] = {}
+    config.to_env(environ)
+    assert list(environ) == [SERVE_CONFIG_ENV]
+    assert ServeConfig.from_env(environ) == config
+
+
+def test_the_key_ring_never_shows_in_repr() -> None:
+    config = ServeConfig(app="a:app", keys=KEY)
+    assert KEY not in repr(config) and "keys" not in repr(config)
+
+
+@pytest.mark.parametrize(("host", "hosts", "origins", "expected"), [
+    ("127.0.0.1", (), (), OriginPolicy.loopback()),
+    ("0.0.0.0", (), (), None),
+    ("0.0.0.0", ("*",), (), OriginPolicy.disabled()),
+    ("0.0.0.0", ("MCP.example.com",), ("https://App.example.com",),
+     OriginPolicy(frozenset({"mcp.example.com"}), frozenset({"https://app.example.com"}))),
+    ("localhost", ("mcp.example.com",), (),
+     OriginPolicy(OriginPolicy.loopback().allowed_hosts | {"mcp.example.com"}, frozenset())),
+])
+def test_origin_policy(host: str, hosts: tuple[str, ...], origins: tuple[str, ...],
+                       expected: OriginPolicy | None) -> None:
+    config = ServeConfig(app="a:app", host=host, allowed_hosts=hosts, allowed_origins=origins)
+    assert config.origin_policy() == expected
+
+
+def test_workers_get_the_whole_config() -> None:
+    """--instance-name reaches both worker processes through the one serialised config (nothing else)."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_STATELESS_")}
+    env["MCP_STATELESS_KEYS"] = KEY
+    proc = subprocess.Popen([CLI, "serve", "examples/echo.py:app", "--http", f"127.0.0.1:{port}", "--workers", "2",
+                             "--instance-name", "box-7", "--path", "/deep/mcp", "--log-level", "warning"],
+                            cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        msg = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}}}
+        headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28",
+                   "Mcp-Method": "server/discover"}
+        seen: list[httpx.Response] = []
+        for _ in range(200):
+            assert proc.poll() is None, proc.communicate()[1]
+            try:
+                with httpx.Client(timeout=5) as c:  # a new connection each time: either worker may answer
+                    seen.append(c.post(f"http://127.0.0.1:{port}/deep/mcp", json=msg, headers=headers))
+            except httpx.TransportError:
+                time.sleep(0.1)
+                continue
+            if len(seen) >= 8:
+                break
+        assert len(seen) >= 8
+        assert {(r.status_code, r.headers.get("x-mcp-instance")) for r in seen} == {(200, "box-7")}
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+def test_config_fields_are_all_plain_data() -> None:
+    """Everything must survive JSON for the workers: no field may hold an object."""
+    for f in dataclasses.fields(ServeConfig):
+        assert f.type in {"str", "int", "Transport", "LogLevel", "str | None", "tuple[str, ...]"}, f
