@@ -11,7 +11,6 @@ handle.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any, TypeVar
 
@@ -40,8 +39,6 @@ from .rounds import Rounds
 from .taskcalls import AppToolHost
 
 __all__ = ["App", "PrincipalResolver"]
-
-log = logging.getLogger("mcp_stateless")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
