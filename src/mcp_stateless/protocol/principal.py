@@ -24,7 +24,7 @@ class Principal:
 
     id: str
     scopes: frozenset[str] = frozenset()
-    claims: Mapping[str, Any] = field(default=_NO_CLAIMS)
+    claims: Mapping[str, Any] = field(default_factory=lambda: _NO_CLAIMS)
 
     def has_scopes(self, needed: frozenset[str] | set[str] | tuple[str, ...]) -> bool:
         return all(s in self.scopes for s in needed)
