@@ -150,6 +150,8 @@ def unseal(ring: KeyRing, ctx: StateContext, state: Any, now: float | None = Non
     """Verify and return the payload; any failure is -32602 with a reason the caller can log."""
     if not isinstance(state, str):
         raise invalid_params("requestState must be a string")
+    if not state.isascii():  # a sealed state is plain ASCII; anything else is forged or mangled
+        raise invalid_params("requestState is not valid")
     parts = state.split(".")
     if len(parts) != 4 or parts[0] != _VERSION:
         raise invalid_params("requestState is not valid")
@@ -158,12 +160,10 @@ def unseal(ring: KeyRing, ctx: StateContext, state: Any, now: float | None = Non
     if key is None:
         raise invalid_params("requestState was sealed with an unknown key")
     head = f"{_VERSION}.{kid}.{body_b64}"
-    expected = hmac.new(key, head.encode("ascii"), hashlib.sha256).digest()
-    try:
-        tag = _b64d(tag_b64)
-    except ValueError:
-        raise invalid_params("requestState failed verification") from None
-    if not hmac.compare_digest(tag, expected):
+    # Compare the exact sealed text, not decoded bytes: base64 decoding forgives padding, junk and unused
+    # trailing bits, so several strings would otherwise verify for one tag.
+    expected = _b64e(hmac.new(key, head.encode("ascii"), hashlib.sha256).digest())
+    if not hmac.compare_digest(tag_b64, expected):
         raise invalid_params("requestState failed verification")
     try:  # only a verified payload is ever parsed
         body = orjson.loads(_b64d(body_b64))
