@@ -14,7 +14,7 @@ from ...protocol import jsonrpc
 from ...protocol.meta import META_PROGRESS_TOKEN
 from ...protocol.sse import Event, iter_messages
 from ..channels import HttpChannel, Message, Restarted, Unsolicited
-from ..errors import ChannelError, ServerLost
+from ..errors import AuthenticationError, ChannelError, ServerLost
 from ..events import obj
 from ..http11 import Endpoint, HttpError, Response
 
@@ -92,6 +92,8 @@ class SseChannel:
             raise ChannelError(f"HTTP+SSE GET failed: {e}") from None
         if resp.status != 200 or resp.content_type != "text/event-stream":
             body = await resp.read()
+            if resp.status in (401, 403):
+                raise AuthenticationError(resp.status, body, resp.headers)
             raise ChannelError(f"HTTP+SSE GET answered HTTP {resp.status} {resp.content_type!r}: {body[:120]!r}")
         self._resp = resp
         self._reader = loop.create_task(self._read(resp))
@@ -146,9 +148,11 @@ class SseChannel:
         hdrs.pop("Mcp-Session-Id", None)
         try:
             resp = await self.http.request("POST", self.post_to, hdrs, orjson.dumps(message), timeout=30.0)
-            await resp.read()
+            body = await resp.read()
         except (ChannelError, HttpError) as e:
             raise ChannelError(f"HTTP+SSE POST failed: {e}") from None
+        if resp.status in (401, 403):
+            raise AuthenticationError(resp.status, body, resp.headers)
         if resp.status >= 300:
             raise ChannelError(f"HTTP+SSE POST answered HTTP {resp.status}")
         return resp.status
