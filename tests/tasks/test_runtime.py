@@ -11,7 +11,9 @@ import pytest
 
 from mcp_stateless import App, Context, McpError, TaskRuntime, ToolError
 from mcp_stateless.protocol import envelope
+from mcp_stateless.protocol.endpoint import Call, ListenEvent
 from mcp_stateless.protocol.envelope import Request
+from mcp_stateless.protocol.principal import Principal
 from mcp_stateless.tasks.model import EXTENSION_ID, TaskRecord, new_task_id
 from mcp_stateless.tasks.store import MemoryTaskStore, SqliteTaskStore, TaskStore
 
@@ -74,7 +76,9 @@ def request(app: App, method: str, params: dict[str, Any], caps: dict[str, Any] 
 
 async def call(app: App, method: str, params: dict[str, Any], caps: dict[str, Any] | None = None,
                principal: str = "alice") -> dict[str, Any]:
-    return await app.handle(request(app, method, params, caps), principal)
+    reply = await app.handle(request(app, method, params, caps), Call(Principal(principal)))
+    assert reply.error_code == (reply.message["error"]["code"] if "error" in reply.message else None)
+    return reply.message
 
 
 async def poll(app: App, task_id: str, until: set[str], principal: str = "alice", timeout: float = 5.0
@@ -263,11 +267,12 @@ async def test_listen_with_task_ids_gets_notifications_tasks() -> None:
     app, _ = make_app(MemoryTaskStore())
     tid = (await call(app, "tools/call", {"name": "slow", "arguments": {"seconds": 0.1}}))["result"]["taskId"]
     stream = app.listen(request(app, "subscriptions/listen", {"notifications": {"taskIds": [tid]}}, id_="L"),
-                        "alice")
-    ack = await stream.__anext__()
-    assert ack["params"]["notifications"] == {"taskIds": [tid]}
-    msg = await asyncio.wait_for(stream.__anext__(), 5)
-    assert msg is not None and msg["method"] == "notifications/tasks"
+                        Call(Principal("alice")))
+    ack = await anext(stream)
+    assert isinstance(ack, ListenEvent) and ack.message["params"]["notifications"] == {"taskIds": [tid]}
+    item = await asyncio.wait_for(anext(stream), 5)
+    assert isinstance(item, ListenEvent) and item.message["method"] == "notifications/tasks"
+    msg = item.message
     assert msg["params"]["taskId"] == tid and msg["params"]["status"] == "completed"
     assert msg["params"]["_meta"] == {"io.modelcontextprotocol/subscriptionId": "L"}
     await stream.aclose()
@@ -277,7 +282,7 @@ async def test_task_ids_subscription_needs_the_extension() -> None:
     app, _ = make_app(MemoryTaskStore())
     stream = app.listen(request(app, "subscriptions/listen", {"notifications": {"taskIds": ["x"]}}, caps={}))
     with pytest.raises(McpError) as exc:
-        await stream.__anext__()
+        await anext(stream)
     assert exc.value.code == -32021
 
 

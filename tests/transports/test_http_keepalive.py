@@ -23,7 +23,7 @@ def app_under_test() -> App:
     @app.tool()
     def whoami(ctx: Context) -> str:
         caps = ",".join(sorted(ctx.client_capabilities)) or "-"
-        return f"{ctx.principal} v={ctx.protocol_version} caps={caps} level={ctx.request.log_level}"
+        return f"{ctx.principal.id} v={ctx.protocol_version} caps={caps} level={ctx.request.log_level}"
 
     @app.tool()
     async def noisy(ctx: Context) -> str:
@@ -34,7 +34,7 @@ def app_under_test() -> App:
     @app.tool()
     def confirm(ctx: Context) -> str:
         ok = ctx.elicit("Sure?", {"type": "object", "properties": {"ok": {"type": "boolean"}}}, key="c")
-        return f"{ctx.principal} confirmed {(ok.content or {}).get('ok')}"
+        return f"{ctx.principal.id} confirmed {(ok.content or {}).get('ok')}"
 
     return app
 

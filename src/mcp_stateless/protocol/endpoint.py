@@ -10,13 +10,13 @@ a bridge in front of legacy servers are others.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .envelope import MethodTable, Request, RequestId
 from .errors import McpError, error_response
-from .principal import ANONYMOUS, Principal, TransportKind
+from .principal import ANONYMOUS, AnonymousAuthenticator, Authenticator, Principal, TransportKind
 
 
 class Outbox(Protocol):
@@ -92,4 +92,18 @@ class Endpoint(Protocol):
 
     async def handle(self, req: Request, call: Call) -> Reply: ...
 
-    def listen(self, req: Request, call: Call) -> AsyncIterator[ListenItem]: ...
+    # A generator, not any iterator: a transport whose client went away must `aclose()` it to release
+    # the subscription behind it at once.
+    def listen(self, req: Request, call: Call) -> AsyncGenerator[ListenItem, None]: ...
+
+
+def authenticator_for(endpoint: Endpoint, given: Authenticator | None = None) -> Authenticator:
+    """The authenticator a transport applies: the one it was given, else the one the endpoint's owner
+    configured on it as an ``authenticator`` attribute (`App(principal=…)` / `App(authenticator=…)` do),
+    else everyone is anonymous. The attribute is optional so that an endpoint without an identity model
+    (a bridge, a test double) needs nothing, and so that serving an app anywhere never silently drops
+    the identity rules its author wrote."""
+    if given is not None:
+        return given
+    own: Authenticator | None = getattr(endpoint, "authenticator", None)
+    return own if own is not None else AnonymousAuthenticator()

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from ..protocol import errors, paging
 from ..protocol.caching import CACHEABLE_METHODS, CacheHint
+from ..protocol.endpoint import KEEPALIVE, Call, ListenEnd, ListenEvent, ListenItem, Reply
 from ..protocol.envelope import META_SERVER_INFO, META_SUBSCRIPTION_ID, MethodTable, Request
 from ..protocol.errors import McpError
 from ..protocol.headers import ParamHeader
@@ -27,13 +28,19 @@ from ..protocol.mrtr import (
     seal,
     unseal,
 )
+from ..protocol.principal import (
+    AnonymousAuthenticator,
+    Authenticator,
+    PrincipalResolver,
+    ResolverAuthenticator,
+)
 from ..protocol.versions import MODERN_VERSIONS
 from ..state.base import HandleStore, StateBundle
 from ..tasks.model import EXTENSION_ID as TASKS_EXTENSION
 from ..tasks.runtime import REQUIRED_CAPABILITY as TASKS_REQUIRED
 from ..tasks.runtime import TaskRuntime, declares_tasks
 from . import handles
-from .context import Context, InputRequired, Outbox
+from .context import Context, InputRequired
 from .events import ChangeEvent, EventBus, MemoryEventBus, Subscription
 from .handles import Handle
 from .registry import (
@@ -53,13 +60,11 @@ from .templates import UriTemplate
 log = logging.getLogger("mcp_stateless")
 
 F = TypeVar("F", bound=Callable[..., Any])
-PrincipalResolver = Callable[[Mapping[str, str] | None], str]
 
-ANONYMOUS = "anonymous"
+__all__ = ["App", "PrincipalResolver"]
 
 
-def _anonymous(_headers: Mapping[str, str] | None) -> str:
-    return ANONYMOUS
+_NO_CALL = Call()
 
 
 class _Methods:
@@ -108,6 +113,7 @@ class App:
         key_ring: KeyRing | None = None,
         event_bus: EventBus | None = None,
         principal: PrincipalResolver | None = None,
+        authenticator: Authenticator | None = None,
         mrtr_ttl_s: float = 600.0,
         listen_keepalive_s: float = 15.0,
         supported_versions: tuple[str, ...] = MODERN_VERSIONS,
@@ -136,7 +142,14 @@ class App:
         self._handle_store: HandleStore | None = None
         if state is not None:
             self.use_state(state)
-        self.resolve_principal: PrincipalResolver = principal or _anonymous
+        if principal is not None and authenticator is not None:
+            raise ValueError("give principal= (a resolver) or authenticator=, not both")
+        # Transports use this unless they are given their own: the app's author knows its identity model.
+        self.authenticator: Authenticator = (
+            authenticator if authenticator is not None
+            else ResolverAuthenticator(principal) if principal is not None
+            else AnonymousAuthenticator()
+        )
         self.mrtr_ttl_s = mrtr_ttl_s
         self.listen_keepalive_s = listen_keepalive_s
         self.supported_versions = supported_versions
@@ -152,7 +165,7 @@ class App:
         self._background: set[asyncio.Task[None]] = set()
         self._closing = False
         self.table = MethodTable(_Methods(self), self._tool_headers)
-        self._handlers: dict[str, Callable[[Request, str, Outbox | None], Awaitable[dict[str, Any]]]] = {
+        self._handlers: dict[str, Callable[[Request, Call], Awaitable[dict[str, Any]]]] = {
             "server/discover": self._discover,
             "tools/list": self._tools_list,
             "tools/call": self._tools_call,
@@ -419,28 +432,28 @@ class App:
             meta.setdefault(META_SERVER_INFO, self.server_info)
         return {"jsonrpc": "2.0", "id": req.id, "result": result}
 
-    async def handle(self, req: Request, principal: str = ANONYMOUS, outbox: Outbox | None = None) -> dict[str, Any]:
-        """Answer one validated request with its complete JSON-RPC response message."""
+    async def handle(self, req: Request, call: Call = _NO_CALL) -> Reply:
+        """Answer one validated request with its complete JSON-RPC response."""
         try:
             handler = self._handlers.get(req.method)
             if handler is None:
                 extra = self._extra_methods.get(req.method)
                 if extra is None:
                     raise errors.method_not_found(req.method)
-                result = await extra(req, principal)
+                result = await extra(req, call.principal.id)
             else:
-                result = await handler(req, principal, outbox)
-            return self._finish(req, result)
+                result = await handler(req, call)
+            return Reply(self._finish(req, result))
         except McpError as e:
-            return errors.error_response(req.id, e)
+            return Reply.error(req.id, e)
         except InputRequired:
             log.error("%s raised InputRequired outside an MRTR-capable method", req.method)
-            return errors.error_response(req.id, McpError(errors.INTERNAL_ERROR, "Internal error"))
+            return Reply.error(req.id, McpError(errors.INTERNAL_ERROR, "Internal error"))
         except Exception:
             log.exception("internal error answering %s", req.method)
-            return errors.error_response(req.id, McpError(errors.INTERNAL_ERROR, "Internal error"))
+            return Reply.error(req.id, McpError(errors.INTERNAL_ERROR, "Internal error"))
 
-    async def _discover(self, req: Request, principal: str, outbox: Outbox | None) -> dict[str, Any]:
+    async def _discover(self, req: Request, call: Call) -> dict[str, Any]:
         result: dict[str, Any] = {
             "supportedVersions": list(self.supported_versions),
             "capabilities": self.capabilities(),
@@ -456,27 +469,27 @@ class App:
             out["nextCursor"] = nxt
         return out
 
-    async def _tools_list(self, req: Request, principal: str, outbox: Outbox | None) -> dict[str, Any]:
+    async def _tools_list(self, req: Request, call: Call) -> dict[str, Any]:
         return self._page("tools", req, [t.descriptor for t in self._tools.values()])
 
-    async def _prompts_list(self, req: Request, principal: str, outbox: Outbox | None) -> dict[str, Any]:
+    async def _prompts_list(self, req: Request, call: Call) -> dict[str, Any]:
         return self._page("prompts", req, [p.descriptor for p in self._prompts.values()])
 
-    async def _resources_list(self, req: Request, principal: str, outbox: Outbox | None) -> dict[str, Any]:
+    async def _resources_list(self, req: Request, call: Call) -> dict[str, Any]:
         return self._page("resources", req, [r.describe() for r in self._resources.values()])
 
-    async def _templates_list(self, req: Request, principal: str, outbox: Outbox | None) -> dict[str, Any]:
+    async def _templates_list(self, req: Request, call: Call) -> dict[str, Any]:
         return self._page("resourceTemplates", req, [t.describe() for t in self._templates.values()])
 
     # -- MRTR-capable methods ---------------------------------------------------------
-    def _context(self, req: Request, principal: str, outbox: Outbox | None) -> tuple[Context, StateContext | None]:
-        ctx = Context(req, principal, outbox, loop=asyncio.get_running_loop())
+    def _context(self, req: Request, call: Call) -> tuple[Context, StateContext | None]:
+        ctx = Context(req, call.principal, call.outbox, loop=asyncio.get_running_loop())
         if req.method not in MRTR_METHODS:
             return ctx, None
         ctx.mrtr_allowed = True
         params = req.params
         responses = check_input_responses(params.get("inputResponses"))
-        sctx = StateContext.of(principal, req.method, params)  # perf: digest computed only if needed
+        sctx = StateContext.of(call.principal.id, req.method, params)  # perf: digest computed only if needed
         state = params.get("requestState")
         if state is not None:
             payload = unseal(self.ensure_key_ring(), sctx, state)
@@ -540,7 +553,7 @@ class App:
             return error_result(f"Tool {tool.name} failed: {type(e).__name__}: {e}")
         return tool_result(tool, value)
 
-    async def _tools_call(self, req: Request, principal: str, outbox: Outbox | None) -> dict[str, Any]:
+    async def _tools_call(self, req: Request, call: Call) -> dict[str, Any]:
         params = req.params
         name = params.get("name")
         if not isinstance(name, str):
@@ -558,21 +571,21 @@ class App:
             as_task = declares_tasks(req.capabilities)
             if not as_task and tool.task == "required":
                 raise errors.missing_capability(TASKS_REQUIRED, f"tool {name} runs only as a task ({TASKS_EXTENSION})")
-        ctx, sctx = self._context(req, principal, outbox)
+        ctx, sctx = self._context(req, call)
         assert sctx is not None
         if as_task:
-            return await self._call_as_task(tool, req, principal, ctx, sctx, arguments)
+            return await self._call_as_task(tool, req, ctx, sctx, arguments)
         try:
             return await self.run_tool(tool, ctx, arguments)
         except InputRequired as exc:
             return self._input_required(ctx, sctx, exc)
 
-    async def _call_as_task(self, tool: Tool, req: Request, principal: str, ctx: Context, sctx: StateContext,
+    async def _call_as_task(self, tool: Tool, req: Request, ctx: Context, sctx: StateContext,
                             arguments: dict[str, Any]) -> dict[str, Any]:
         runtime = self.tasks
         assert runtime is not None
         if tool.detach == "start":
-            rec = runtime.new_record(tool, req, principal, arguments, ctx.answers)
+            rec = runtime.new_record(tool, req, ctx.principal.id, arguments, ctx.answers)
             created = await runtime.create(rec)
             runtime.start(rec)
             return created
@@ -581,7 +594,7 @@ class App:
         detached: asyncio.Future[tuple[Any, dict[str, Any]]] = loop.create_future()
 
         async def detach() -> None:
-            rec = runtime.new_record(tool, req, principal, arguments, ctx.answers)
+            rec = runtime.new_record(tool, req, ctx.principal.id, arguments, ctx.answers)
             created = await runtime.create(rec)
             ctx.task_id, ctx.outbox = rec.task_id, None
             detached.set_result((rec, created))
@@ -602,7 +615,7 @@ class App:
         except InputRequired as exc:
             return self._input_required(ctx, sctx, exc)
 
-    async def _prompts_get(self, req: Request, principal: str, outbox: Outbox | None) -> dict[str, Any]:
+    async def _prompts_get(self, req: Request, call: Call) -> dict[str, Any]:
         params = req.params
         name = params.get("name")
         prompt = self._prompts.get(name) if isinstance(name, str) else None
@@ -614,7 +627,7 @@ class App:
         missing = [a.name for a in prompt.arguments if a.required and a.name not in args]
         if missing:
             raise errors.invalid_params(f"Missing required prompt arguments: {', '.join(missing)}")
-        ctx, sctx = self._context(req, principal, outbox)
+        ctx, sctx = self._context(req, call)
         known = {a.name for a in prompt.arguments}
         kwargs = {k: v for k, v in args.items() if k in known}
         self._inject(prompt.injected, ctx, kwargs)
@@ -635,7 +648,7 @@ class App:
                 return tpl, found
         return None
 
-    async def _resources_read(self, req: Request, principal: str, outbox: Outbox | None) -> dict[str, Any]:
+    async def _resources_read(self, req: Request, call: Call) -> dict[str, Any]:
         uri = req.params.get("uri")
         if not isinstance(uri, str):
             raise errors.invalid_params("resources/read needs params.uri")
@@ -643,7 +656,7 @@ class App:
         if found is None:
             raise McpError(errors.INVALID_PARAMS, "Resource not found", {"uri": uri})
         res, variables = found
-        ctx, sctx = self._context(req, principal, outbox)
+        ctx, sctx = self._context(req, call)
         kwargs: dict[str, Any] = dict(variables)
         self._inject(res.injected, ctx, kwargs)
         try:
@@ -662,7 +675,7 @@ class App:
             result["cacheScope"] = res.cache.scope
         return result
 
-    async def _complete(self, req: Request, principal: str, outbox: Outbox | None) -> dict[str, Any]:
+    async def _complete(self, req: Request, call: Call) -> dict[str, Any]:
         params = req.params
         ref = params.get("ref")
         argument = params.get("argument")
@@ -736,9 +749,10 @@ class App:
             self._listeners.discard(sub)
             sub.close()
 
-    async def listen(self, req: Request, principal: str = ANONYMOUS) -> AsyncGenerator[dict[str, Any] | None, None]:
-        """The messages of one listen stream: the acknowledgement, events, and on shutdown the final
-        result. Yields None when idle for `listen_keepalive_s` (HTTP writes a keep-alive comment)."""
+    async def listen(self, req: Request, call: Call = _NO_CALL) -> AsyncGenerator[ListenItem, None]:
+        """One listen stream: the acknowledgement, events, a keep-alive after `listen_keepalive_s` idle,
+        and on shutdown the final result (`ListenEnd`)."""
+        principal = call.principal.id
         honoured = self.honoured_filter(req.params.get("notifications"), req.capabilities)
         sid = req.id
         tag = {META_SUBSCRIPTION_ID: sid}
@@ -746,11 +760,11 @@ class App:
             ready = getattr(sub, "ready", None)
             if ready is not None:  # a shared bus: acknowledge only once events from other instances arrive
                 await ready()
-            yield {
+            yield ListenEvent({
                 "jsonrpc": "2.0",
                 "method": "notifications/subscriptions/acknowledged",
                 "params": {"notifications": honoured, "_meta": tag},
-            }
+            })
             if self._closing:
                 yield self._listen_end(sid)
                 return
@@ -758,7 +772,7 @@ class App:
             while True:
                 ev = await sub.get(self.listen_keepalive_s)
                 if ev is None:
-                    yield None
+                    yield KEEPALIVE
                     continue
                 if ev.kind == "end":
                     yield self._listen_end(sid)
@@ -766,11 +780,11 @@ class App:
                 if ev.kind == "task":
                     task_msg = await self._task_message(ev.uri, honoured, principal, tag)
                     if task_msg is not None:
-                        yield task_msg
+                        yield ListenEvent(task_msg)
                     continue
                 msg = _event_message(ev, honoured, uris, tag)
                 if msg is not None:
-                    yield msg
+                    yield ListenEvent(msg)
 
     async def _task_message(self, task_id: str | None, honoured: dict[str, Any], principal: str,
                             tag: dict[str, Any]) -> dict[str, Any] | None:
@@ -785,9 +799,9 @@ class App:
             return None
         return {"jsonrpc": "2.0", "method": "notifications/tasks", "params": {**rec.detailed(), "_meta": tag}}
 
-    def _listen_end(self, sid: Any) -> dict[str, Any]:
-        return {"jsonrpc": "2.0", "id": sid,
-                "result": {"resultType": "complete", "_meta": {META_SUBSCRIPTION_ID: sid}}}
+    def _listen_end(self, sid: Any) -> ListenEnd:
+        return ListenEnd({"jsonrpc": "2.0", "id": sid,
+                          "result": {"resultType": "complete", "_meta": {META_SUBSCRIPTION_ID: sid}}})
 
 
 _LIST_EVENTS = {

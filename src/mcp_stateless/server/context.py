@@ -11,19 +11,15 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from ..protocol import errors
+from ..protocol.endpoint import Outbox
 from ..protocol.envelope import LOG_LEVEL_RANK, Request
 from ..protocol.errors import McpError
+from ..protocol.principal import Principal
 
 log = logging.getLogger("mcp_stateless")
-
-
-class Outbox(Protocol):
-    """Where request-scoped notifications go (the request's SSE stream, or stdout). Never blocks."""
-
-    def emit(self, message: dict[str, Any]) -> None: ...
 
 
 class _Done:
@@ -153,7 +149,7 @@ class Context:
     """Everything a handler may know about its request. Built fresh for every request."""
 
     request: Request
-    principal: str
+    principal: Principal  # handles, tasks and requestState bind to `principal.id`
     outbox: Outbox | None = None
     answers: dict[str, Any] = field(default_factory=dict)
     state: dict[str, Any] = field(default_factory=dict)

@@ -197,7 +197,7 @@ class Handle:
         for _ in range(3):
             handle_id = f"{cls.prefix}_{secrets.token_urlsafe(_TOKEN_BYTES)}"
             exp = now + cls.ttl
-            rec = HandleRecord(digest(handle_id), ctx.principal, cls.prefix, body, 1, now, exp, exp + cls.retention)
+            rec = HandleRecord(digest(handle_id), ctx.principal.id, cls.prefix, body, 1, now, exp, exp + cls.retention)
             if await store.create(rec):
                 return cls(rec, handle_id, store)
         raise RuntimeError("could not mint a unique handle")  # pragma: no cover - 192 random bits
@@ -206,7 +206,7 @@ class Handle:
     async def resolve(cls, handle_id: str, ctx: Context) -> Self:
         """The live handle `handle_id` of this request's principal, or a `HandleError`."""
         store = _store()
-        rec = await cls._load(store, handle_id, ctx.principal)
+        rec = await cls._load(store, handle_id, ctx.principal.id)
         inst = cls(rec, handle_id, store)
         if cls.sliding:
             now = time.time()

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ..protocol import errors
 from ..protocol.envelope import Request
 from ..protocol.errors import McpError
+from ..protocol.principal import Principal
 from ..server.context import Context, InputRequired
 from ..server.events import ChangeEvent
 from .model import EXTENSION_ID, TaskRecord, new_task_id
@@ -186,7 +187,7 @@ class TaskRuntime:
         meta = rec.request_meta
         req = Request(rec.task_id, "tools/call", {"name": rec.tool, "arguments": rec.arguments},
                       meta.get("version", ""), meta.get("capabilities") or {}, meta.get("clientInfo"), None, None)
-        ctx = Context(req, rec.principal, None, dict(rec.answers), {}, True, asyncio.get_running_loop())
+        ctx = Context(req, Principal(rec.principal), None, dict(rec.answers), {}, True, asyncio.get_running_loop())
         ctx.task_id = rec.task_id
         return ctx
 

@@ -1,9 +1,13 @@
 """Streamable HTTP (2026-07-28) as a plain ASGI application.
 
 It moves bytes and cancellation only: every rule (envelope, headers, versions, errors) comes from the
-sans-IO core, every answer from `App`. A response is JSON unless the handler emits a notification
-(progress, log) before finishing, in which case it becomes an SSE stream; `subscriptions/listen` is
-always SSE. A client disconnect cancels the handler and nothing more is written for that request.
+sans-IO core, every answer from an `Endpoint` (an `App`, or anything else that speaks the seam). A
+response is JSON unless the handler emits a notification (progress, log) before finishing, in which
+case it becomes an SSE stream; `subscriptions/listen` is always SSE. A client disconnect cancels the
+handler and nothing more is written for that request.
+
+Each request is authenticated before its body is read: a `Challenge` becomes its HTTP status, a
+`WWW-Authenticate` header and a JSON-RPC error body.
 """
 
 from __future__ import annotations
@@ -17,10 +21,11 @@ from typing import Any
 import orjson
 
 from ..protocol import envelope, errors, sse
+from ..protocol.endpoint import Call, Endpoint, KeepAlive, ListenEnd, ListenItem, authenticator_for
 from ..protocol.envelope import Notification, Rejection, Request
 from ..protocol.errors import McpError
+from ..protocol.principal import Authenticator, Challenge, Credentials, Principal
 from ..protocol.security import OriginPolicy
-from ..server.app import App
 
 log = logging.getLogger("mcp_stateless.http")
 
@@ -32,7 +37,6 @@ Send = Callable[[Message], Awaitable[None]]
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 INSTANCE_ENV = "MCP_STATELESS_INSTANCE"
 
-_JSON_HEADERS = [(b"content-type", b"application/json")]
 _LOOPBACK_ADDRS = frozenset({"127.0.0.1", "::1", "localhost"})
 
 
@@ -157,20 +161,23 @@ class HttpTransport:
     """ASGI app serving one MCP endpoint.
 
     `path`: the endpoint path (None accepts any path, e.g. when mounted under a router).
+    `authenticator`: who is calling (default: the endpoint's own, see `authenticator_for`).
     `origin_policy`: Host/Origin validation; the default protects loopback binds and allows the rest,
     so a public deployment must pass its own policy (`OriginPolicy(allowed_hosts=…)`).
     """
 
     def __init__(
         self,
-        app: App,
+        endpoint: Endpoint,
         *,
+        authenticator: Authenticator | None = None,
         path: str | None = "/mcp",
         origin_policy: OriginPolicy | None = None,
         max_body: int = DEFAULT_MAX_BODY,
         instance: str | None = None,
     ) -> None:
-        self.app = app
+        self.endpoint = endpoint
+        self.authenticator = authenticator_for(endpoint, authenticator)
         self.path = path
         self.origin_policy = origin_policy
         self._loopback_policy = OriginPolicy.loopback()
@@ -192,10 +199,10 @@ class HttpTransport:
         while True:
             msg = await receive()
             if msg["type"] == "lifespan.startup":
-                await self.app.startup()
+                await self.endpoint.startup()
                 await send({"type": "lifespan.startup.complete"})
             elif msg["type"] == "lifespan.shutdown":
-                await self.app.aclose()
+                await self.endpoint.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -248,6 +255,10 @@ class HttpTransport:
                 errors.INVALID_REQUEST, "Accept must list application/json and text/event-stream"))
             return
 
+        who = await self.authenticator.authenticate(Credentials("http", headers))
+        if isinstance(who, Challenge):
+            await _challenge(send, who)
+            return
         body = await self._read_body(scope, headers, receive, send)
         if body is None:
             return
@@ -256,7 +267,7 @@ class HttpTransport:
         except McpError as e:
             await _error(send, 400, None, e)
             return
-        decision = envelope.classify(message, headers, self.app.table, self.app.supported_versions)
+        decision = envelope.classify(message, headers, self.endpoint.table, self.endpoint.supported_versions)
         if isinstance(decision, Rejection):
             await _send_json(send, decision.status, decision.body())
             return
@@ -265,18 +276,18 @@ class HttpTransport:
             await send({"type": "http.response.start", "status": 202, "headers": []})
             await send({"type": "http.response.body", "body": b""})
             return
-        principal = self.app.resolve_principal(headers)
         if decision.method == "subscriptions/listen":
             if not can_sse:
                 await _error(send, 406, decision.id, McpError(
                     errors.INVALID_REQUEST, "subscriptions/listen needs Accept: text/event-stream"))
                 return
             # perf: a listen stream can stay open for hours; drop what this frame no longer needs
-            # (raw body, decoded message, header dict: ~2.5 KB per stream) before waiting on it.
+            # (raw body, decoded message, header dict: ~2.5 KB per stream) before waiting on it; so a
+            # listen call carries no headers.
             del body, message, headers
-            await self._listen(decision, principal, receive, send)
+            await self._listen(decision, Call(who, "http"), receive, send)
             return
-        await self._request(decision, principal, can_json, can_sse, receive, send)
+        await self._request(decision, who, headers, can_json, can_sse, receive, send)
 
     async def _read_body(self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send) -> bytes | None:
         length = headers.get("content-length")
@@ -302,15 +313,15 @@ class HttpTransport:
                 break
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
-    async def _request(
-        self, req: Request, principal: str, can_json: bool, can_sse: bool, receive: Receive, send: Send
-    ) -> None:
-        if req.progress_token is None and req.log_level is None:
-            await self._request_inline(req, principal, can_json, can_sse, receive, send)
-            return
+    async def _request(self, req: Request, principal: Principal, headers: dict[str, str], can_json: bool,
+                       can_sse: bool, receive: Receive, send: Send) -> None:
         outbox = _Outbox(enabled=can_sse)
+        call = Call(principal, "http", outbox, headers)
+        if req.progress_token is None and req.log_level is None:
+            await self._request_inline(req, call, outbox, can_json, receive, send)
+            return
         loop = asyncio.get_running_loop()
-        task = loop.create_task(self.app.handle(req, principal, outbox))
+        task = loop.create_task(self.endpoint.handle(req, call))
         waiter = outbox.wake = _Waiter(loop, task, receive)
         streaming = not can_json
         started = False
@@ -331,15 +342,15 @@ class HttpTransport:
                     await send({"type": "http.response.body", "body": frames, "more_body": True})
                 if task.done():
                     break
-            response = task.result()
+            reply = task.result()
             outbox.enabled = False
-            data = _json(response)
+            data = _json(reply.message)
             if streaming:
                 if not started:
                     await send({"type": "http.response.start", "status": 200, "headers": sse.HEADERS})
                 await send({"type": "http.response.body", "body": sse.event(data)})
             else:
-                status = errors.http_status_for(response["error"]["code"]) if "error" in response else 200
+                status = 200 if reply.error_code is None else errors.http_status_for(reply.error_code)
                 await send({"type": "http.response.start", "status": status, "headers": _json_headers(len(data))})
                 await send({"type": "http.response.body", "body": data})
         finally:
@@ -348,18 +359,17 @@ class HttpTransport:
             waiter.close()
 
     async def _request_inline(
-        self, req: Request, principal: str, can_json: bool, can_sse: bool, receive: Receive, send: Send
+        self, req: Request, call: Call, outbox: _Outbox, can_json: bool, receive: Receive, send: Send
     ) -> None:
         """perf: a request without a progressToken or logLevel gets no notification while it runs, so
         its handler is awaited right in this task (no handler task, fewer loop turns). A disconnect
         still cancels it: `_CancelOnDisconnect` cancels this task, and the cancellation it caused is
         taken back here (uncancel) so the ASGI call ends quietly, writing nothing more."""
-        outbox = _Outbox(enabled=can_sse)
         me = asyncio.current_task()
         assert me is not None
         guard = _CancelOnDisconnect(asyncio.get_running_loop(), me, receive)
         try:
-            response = await self.app.handle(req, principal, outbox)
+            reply = await self.endpoint.handle(req, call)
         except asyncio.CancelledError:
             if not guard.disconnected:
                 raise
@@ -371,27 +381,27 @@ class HttpTransport:
             me.uncancel()
             return
         outbox.enabled = False
-        data = _json(response)
+        data = _json(reply.message)
         if outbox.pending or not can_json:  # something emitted anyway, or the client takes SSE only
             frames = b"".join(sse.event(_json(m)) for m in outbox.pending)
             await send({"type": "http.response.start", "status": 200, "headers": sse.HEADERS})
             await send({"type": "http.response.body", "body": frames + sse.event(data)})
             return
-        status = errors.http_status_for(response["error"]["code"]) if "error" in response else 200
+        status = 200 if reply.error_code is None else errors.http_status_for(reply.error_code)
         await send({"type": "http.response.start", "status": status, "headers": _json_headers(len(data))})
         await send({"type": "http.response.body", "body": data})
 
-    async def _listen(self, req: Request, principal: str, receive: Receive, send: Send) -> None:
+    async def _listen(self, req: Request, call: Call, receive: Receive, send: Send) -> None:
         try:
-            stream = self.app.listen(req, principal)
-            first = await stream.__anext__()
+            stream = self.endpoint.listen(req, call)
+            first = await anext(stream)
         except McpError as e:
             await _error(send, errors.http_status_for(e.code), req.id, e)
             return
         loop = asyncio.get_running_loop()
         disconnect = loop.create_task(_wait_disconnect(receive))
         await send({"type": "http.response.start", "status": 200, "headers": sse.HEADERS})
-        await send({"type": "http.response.body", "body": sse.event(_json(first)), "more_body": True})
+        await send({"type": "http.response.body", "body": _frame(first), "more_body": True})
         # perf: one pump task per stream, waited for once together with the disconnect watcher, instead
         # of a task and an asyncio.wait() per message: an event reaches 10k idle streams much sooner.
         pump = loop.create_task(_pump(stream, send))
@@ -407,17 +417,20 @@ class HttpTransport:
             raise pump.exception()  # type: ignore[misc]
 
 
-async def _pump(stream: AsyncIterator[dict[str, Any] | None], send: Send) -> None:
-    """Write a listen stream's messages until its final result, its end, or a broken connection."""
+def _frame(item: ListenItem) -> bytes:
+    if isinstance(item, KeepAlive):
+        return sse.KEEPALIVE
+    return sse.event(_json(item.message))
+
+
+async def _pump(stream: AsyncIterator[ListenItem], send: Send) -> None:
+    """Write a listen stream's items until its final result, its end, or a broken connection."""
     try:
-        async for msg in stream:
-            if msg is None:
-                await send({"type": "http.response.body", "body": sse.KEEPALIVE, "more_body": True})
-            elif "id" in msg:  # the final listen result ends the stream
-                await send({"type": "http.response.body", "body": sse.event(_json(msg))})
+        async for item in stream:
+            if isinstance(item, ListenEnd):
+                await send({"type": "http.response.body", "body": _frame(item)})
                 return
-            else:
-                await send({"type": "http.response.body", "body": sse.event(_json(msg)), "more_body": True})
+            await send({"type": "http.response.body", "body": _frame(item), "more_body": True})
         await send({"type": "http.response.body", "body": b""})
     except OSError:
         return
@@ -451,6 +464,13 @@ async def _send_json(send: Send, status: int, body: Any) -> None:
 
 async def _error(send: Send, status: int, id_: Any, err: McpError) -> None:
     await _send_json(send, status, errors.error_response(id_, err))
+
+
+async def _challenge(send: Send, refusal: Challenge) -> None:
+    body = orjson.dumps(errors.error_response(None, McpError(errors.INVALID_REQUEST, refusal.message)))
+    await send({"type": "http.response.start", "status": refusal.status, "headers": [
+        *_json_headers(len(body)), (b"www-authenticate", refusal.www_authenticate.encode("latin-1"))]})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _plain(send: Send, status: int, body: bytes) -> None:

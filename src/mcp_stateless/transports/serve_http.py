@@ -65,7 +65,7 @@ def worker_app() -> HttpTransport:
 class _Server(uvicorn.Server):
     async def shutdown(self, sockets: Any = None) -> None:
         for t in _transports:
-            await t.app.aclose()
+            await t.endpoint.aclose()
         await super().shutdown(sockets)
 
 

@@ -4,6 +4,11 @@ The process is a delivery channel, not a conversation: each line is classified o
 sans-IO core as HTTP, requests run concurrently and are answered as each finishes, and
 `notifications/cancelled` stops the named request (nothing more is written for it). Only MCP messages
 reach the real stdout: file descriptor 1 is pointed at stderr, so a stray `print()` cannot corrupt it.
+
+The caller is authenticated once, before the first line is read, from the process environment: the
+value of `MCP_STATELESS_AUTHORIZATION` (if set) is presented to the authenticator as the header
+``authorization`` (e.g. ``Bearer <token>``). A refusal ends the process before any request is read:
+the launching client sees the process exit (status 1) and the reason on stderr.
 """
 
 from __future__ import annotations
@@ -16,19 +21,28 @@ import os
 import stat
 import sys
 import threading
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import orjson
 
 from ..protocol import envelope, errors
+from ..protocol.endpoint import Call, Endpoint, ListenEnd, ListenEvent, authenticator_for
 from ..protocol.envelope import Notification, Rejection, Request
 from ..protocol.errors import McpError
-from ..server.app import App
+from ..protocol.principal import ANONYMOUS, Authenticator, Challenge, Credentials
 
 log = logging.getLogger("mcp_stateless.stdio")
 
 MAX_LINE = 64 * 1024 * 1024
+AUTHORIZATION_ENV = "MCP_STATELESS_AUTHORIZATION"
+
+
+def credentials_from_env(environ: Mapping[str, str]) -> Credentials:
+    """The credentials a stdio process presents: `MCP_STATELESS_AUTHORIZATION` as ``authorization``."""
+    value = environ.get(AUTHORIZATION_ENV)
+    return Credentials("stdio", {"authorization": value} if value else {})
 
 
 class _LineOutbox:
@@ -44,15 +58,21 @@ class _LineOutbox:
 
 
 class StdioServer:
-    """Serves one app over a pair of byte streams (stdin/stdout of this process by default)."""
+    """Serves one endpoint over a pair of byte streams (stdin/stdout of this process by default).
 
-    def __init__(self, app: App, *, drain_timeout: float = 1.0) -> None:
-        self.app = app
+    `authenticator` defaults to the endpoint's own (see `authenticator_for`); `environ` is where the
+    credentials come from (this process's environment by default)."""
+
+    def __init__(self, endpoint: Endpoint, *, authenticator: Authenticator | None = None,
+                 environ: Mapping[str, str] | None = None, drain_timeout: float = 1.0) -> None:
+        self.endpoint = endpoint
+        self.authenticator = authenticator_for(endpoint, authenticator)
+        self.environ = environ if environ is not None else os.environ
         self.drain_timeout = drain_timeout
         self._out: asyncio.WriteTransport | None = None
         self._out_fd: int | None = None
         self._inflight: dict[Any, tuple[asyncio.Task[None], _LineOutbox | None]] = {}
-        self._principal = app.resolve_principal(None)
+        self._call = Call(ANONYMOUS, "stdio")  # replaced by `authenticate()`, once per process
 
     # -- output ---------------------------------------------------------------------
     def write(self, message: Any) -> None:
@@ -78,7 +98,7 @@ class StdioServer:
         except McpError as e:
             self.write(errors.error_response(None, e))
             return
-        decision = envelope.classify(message, None, self.app.table, self.app.supported_versions)
+        decision = envelope.classify(message, None, self.endpoint.table, self.endpoint.supported_versions)
         if isinstance(decision, Rejection):
             body = decision.body()
             if body is not None:
@@ -120,21 +140,38 @@ class StdioServer:
         task.cancel()
 
     async def _request(self, req: Request, outbox: _LineOutbox) -> None:
-        response = await self.app.handle(req, self._principal, outbox)
+        reply = await self.endpoint.handle(req, Call(self._call.principal, "stdio", outbox))
         if outbox.live and req.id in self._inflight:
             outbox.live = False
-            self.write(response)
+            self.write(reply.message)
 
     async def _listen(self, req: Request) -> None:
+        stream = self.endpoint.listen(req, self._call)
         try:
-            async for msg in self.app.listen(req, self._principal):
-                if msg is not None and req.id in self._inflight:
-                    self.write(msg)
+            async for item in stream:
+                if not isinstance(item, ListenEvent | ListenEnd) or req.id not in self._inflight:
+                    continue  # a keep-alive has no line on stdio
+                self.write(item.message)
         except McpError as e:
             self.write(errors.error_response(req.id, e))
+        finally:
+            await stream.aclose()
 
-    async def serve(self, reader: asyncio.StreamReader) -> None:
-        await self.app.startup()
+    async def authenticate(self) -> Challenge | None:
+        """Find this process's principal from its environment; the refusal, if any."""
+        who = await self.authenticator.authenticate(credentials_from_env(self.environ))
+        if isinstance(who, Challenge):
+            return who
+        self._call = Call(who, "stdio")
+        return None
+
+    async def serve(self, reader: asyncio.StreamReader) -> bool:
+        """Answer lines until EOF. False (nothing read, nothing answered) when authentication refused."""
+        refusal = await self.authenticate()
+        if refusal is not None:
+            log.error("stdio: credentials refused (%d): %s", refusal.status, refusal.message)
+            return False
+        await self.endpoint.startup()
         while True:
             try:
                 line = await reader.readline()
@@ -147,9 +184,10 @@ class StdioServer:
                 break
             self.handle_line(line)
         await self.shutdown()
+        return True
 
     async def shutdown(self) -> None:
-        await self.app.aclose()
+        await self.endpoint.aclose()
         pending = [t for t, _ in self._inflight.values()]
         if pending:
             _done, still = await asyncio.wait(pending, timeout=self.drain_timeout)
@@ -190,11 +228,11 @@ def _feed_from_thread(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamRea
         loop.call_soon_threadsafe(reader.feed_eof)
 
 
-async def _amain(app: App, out_fd: int, tool_threads: int) -> None:
+async def _amain(endpoint: Endpoint, out_fd: int, tool_threads: int, authenticator: Authenticator | None) -> bool:
     loop = asyncio.get_running_loop()
     # Sync tools run in the default executor: size it so that blocking calls do not queue behind each other.
     loop.set_default_executor(ThreadPoolExecutor(max_workers=tool_threads, thread_name_prefix="mcp-tool"))
-    server = StdioServer(app)
+    server = StdioServer(endpoint, authenticator=authenticator)
     reader = asyncio.StreamReader(limit=MAX_LINE)
     in_fd = sys.stdin.fileno()
     if _is_stream(in_fd):
@@ -207,9 +245,10 @@ async def _amain(app: App, out_fd: int, tool_threads: int) -> None:
         server._out = transport
     else:  # a regular file as stdout: plain blocking writes
         server._out_fd = out_fd
-    await server.serve(reader)
+    served = await server.serve(reader)
     if server._out is not None:
         server._out.close()
+    return served
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
@@ -220,8 +259,10 @@ def _new_loop() -> asyncio.AbstractEventLoop:
     return uvloop.new_event_loop()
 
 
-def serve_stdio(app: App, out_fd: int | None = None, *, tool_threads: int = 64) -> int:
-    """Serve `app` on this process's stdin/stdout until stdin reaches EOF; the process is the server's.
+def serve_stdio(endpoint: Endpoint, out_fd: int | None = None, *, tool_threads: int = 64,
+                authenticator: Authenticator | None = None) -> int:
+    """Serve `endpoint` on this process's stdin/stdout until stdin reaches EOF; the process is the server's.
+    Returns the exit status: 0, or 1 when the environment's credentials were refused.
 
     `out_fd` is the protocol output (from `protect_stdout()`, called here when not given). On EOF, open
     listen streams get their final result, requests still running get `drain_timeout` to finish, and the
@@ -231,7 +272,7 @@ def serve_stdio(app: App, out_fd: int | None = None, *, tool_threads: int = 64) 
         out_fd = protect_stdout()
     loop = _new_loop()
     try:
-        loop.run_until_complete(_amain(app, out_fd, tool_threads))
+        served = loop.run_until_complete(_amain(endpoint, out_fd, tool_threads, authenticator))
     finally:
         rest = asyncio.all_tasks(loop)
         for t in rest:
@@ -244,5 +285,5 @@ def serve_stdio(app: App, out_fd: int | None = None, *, tool_threads: int = 64) 
         # A sync tool is still blocked: don't let interpreter shutdown join its thread.
         with contextlib.suppress(Exception):
             sys.stderr.flush()
-        os._exit(0)
-    return 0
+        os._exit(0 if served else 1)
+    return 0 if served else 1
