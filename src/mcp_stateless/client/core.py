@@ -90,7 +90,7 @@ def _channel(
     if isinstance(target, str):
         return HttpChannel(target, headers=headers, timeout=timeout, auth=auth)
     assert target is not None
-    return MemoryChannel(target)
+    return MemoryChannel(target, headers=headers)
 
 
 class Client:

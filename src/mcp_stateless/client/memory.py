@@ -4,7 +4,8 @@ It plays the transport's part: each message runs the envelope ladder (as on stdi
 headers to check), a request goes to `endpoint.handle` with a `Call(transport="memory")` whose outbox feeds
 the exchange (progress and log notifications arrive before the response, as on a stream), and
 `subscriptions/listen` goes to `endpoint.listen`. Closing an unfinished exchange cancels the handler, the
-way a dropped HTTP connection does.
+way a dropped HTTP connection does. The caller is authenticated once, as a stdio process is: the principal
+given, else what the endpoint's own authenticator makes of `headers`.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from ..protocol.endpoint import Call, Endpoint, KeepAlive, ListenEnd, ListenEvent
+from ..protocol.endpoint import Call, Endpoint, KeepAlive, ListenEnd, ListenEvent, authenticator_for
 from ..protocol.envelope import Notification, Rejection, Request, classify
-from ..protocol.principal import ANONYMOUS, Principal
+from ..protocol.principal import Challenge, Credentials, Principal
 from .channels import Message, Restarted, Unsolicited
+from .errors import AuthenticationError
 
 log = logging.getLogger("mcp_stateless.client")
 
@@ -71,19 +73,34 @@ class MemoryChannel:
     kind = "memory"
     mirrors_headers = False
 
-    def __init__(self, endpoint: Endpoint, *, principal: Principal = ANONYMOUS) -> None:
+    def __init__(
+        self, endpoint: Endpoint, *, principal: Principal | None = None, headers: Mapping[str, str] | None = None
+    ) -> None:
         self.endpoint = endpoint
-        self.principal = principal
+        self._principal = principal
+        self._credentials = Credentials("memory", {k.lower(): v for k, v in (headers or {}).items()})
         self._started = False
 
     @property
     def key(self) -> str:
         return f"memory:{id(self.endpoint):x}"
 
+    @property
+    def principal(self) -> Principal | None:
+        """Who the requests are answered for (known once the channel started)."""
+        return self._principal
+
     async def start(self) -> None:
-        if not self._started:
-            self._started = True
-            await self.endpoint.startup()
+        if self._started:
+            return
+        if self._principal is None:
+            found = await authenticator_for(self.endpoint).authenticate(self._credentials)
+            if isinstance(found, Challenge):
+                raise AuthenticationError(found.status, found.message.encode(),
+                                          {"www-authenticate": found.www_authenticate})
+            self._principal = found
+        self._started = True
+        await self.endpoint.startup()
 
     def watch(self, on_unsolicited: Unsolicited | None, on_restart: Restarted | None) -> None:
         return None  # every message belongs to the exchange of the request it answers
@@ -106,14 +123,19 @@ class MemoryChannel:
         return ex
 
     async def _run(self, req: Request, queue: asyncio.Queue[Any]) -> None:
-        call = Call(self.principal, "memory", _QueueOutbox(queue))
+        assert self._principal is not None  # `exchange` started the channel
+        call = Call(self._principal, "memory", _QueueOutbox(queue))
         try:
             if req.method == "subscriptions/listen":
-                async for item in self.endpoint.listen(req, call):
-                    if isinstance(item, ListenEvent | ListenEnd):
-                        queue.put_nowait(item.message)
-                    elif not isinstance(item, KeepAlive):  # pragma: no cover - the union is closed
-                        raise TypeError(f"unexpected listen item {item!r}")
+                items = self.endpoint.listen(req, call)
+                try:
+                    async for item in items:
+                        if isinstance(item, ListenEvent | ListenEnd):
+                            queue.put_nowait(item.message)
+                        elif not isinstance(item, KeepAlive):  # pragma: no cover - the union is closed
+                            raise TypeError(f"unexpected listen item {item!r}")
+                finally:
+                    await items.aclose()  # the subscription behind it is released at once
             else:
                 reply = await self.endpoint.handle(req, call)
                 queue.put_nowait(reply.message)
