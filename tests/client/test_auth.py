@@ -12,9 +12,10 @@ from typing import Any
 import orjson
 import pytest
 
-from mcp_stateless import Client
+from mcp_stateless import App, Client, Context
 from mcp_stateless.client import AuthenticationError, BearerToken, HttpRequest
 from mcp_stateless.client.http11 import Response
+from mcp_stateless.protocol.principal import Challenge, Credentials, Principal
 
 from .conftest import ok
 
@@ -197,3 +198,34 @@ async def test_a_refused_event_stream_is_an_authentication_error(sse_server: Sse
             pass
     assert e.value.status == 401 and e.value.www_authenticate == "Bearer"
     assert [line.split(" ")[0] for line, _, _ in sse_server.requests] == ["POST", "GET"]
+
+
+class Tokens:
+    async def authenticate(self, credentials: Credentials) -> Principal | Challenge:
+        token = credentials.headers.get("authorization")
+        if token == "Bearer alice":
+            return Principal("alice")
+        if token is None:
+            return Challenge(401, CHALLENGE, "Missing bearer token")
+        return Challenge(403, 'Bearer error="insufficient_scope"', "Insufficient scope")
+
+
+async def test_against_our_own_http_transport(served: Any) -> None:
+    app = App("guarded", authenticator=Tokens())
+
+    @app.tool()
+    def whoami(ctx: Context) -> str:
+        return ctx.principal.id
+
+    s = served(app)
+    for auth, status, challenge in ((None, 401, CHALLENGE), (BearerToken("eve"), 403,
+                                                              'Bearer error="insufficient_scope"')):
+        c = Client(s.url, auth=auth)
+        with pytest.raises(AuthenticationError) as e:
+            await c.connect()
+        await c.aclose()
+        assert (e.value.status, e.value.www_authenticate) == (status, challenge)
+        assert c.session is None
+    async with Client(s.url, auth=BearerToken("alice")) as c:
+        assert c.era == "modern"
+        assert (await c.call_tool("whoami", {}))["content"] == [{"type": "text", "text": "alice"}]
