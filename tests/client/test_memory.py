@@ -193,6 +193,7 @@ async def test_the_apps_authenticator_decides_who_calls() -> None:
 
     async with Client(app, headers={"Authorization": "Bearer ok"}) as c:
         assert text(await c.call_tool("whoami", {})) == "alice"
+        assert isinstance(c.channel, MemoryChannel) and c.channel.principal == Principal("alice", frozenset({"tools"}))
     with pytest.raises(AuthenticationError) as e:
         async with Client(app):
             pass

@@ -40,9 +40,6 @@ class EraCache:
     def forget(self, key: str) -> None:
         self._known.pop(key, None)
 
-    def clear(self) -> None:
-        self._known.clear()
-
 
 Probed = tuple[Era, str, dict[str, Any] | None]
 

@@ -1,4 +1,4 @@
-"""The per-message validation ladder (REFERENCE.md §8.3), as pure code.
+"""The per-message validation ladder of the 2026-07-28 revision, as pure code.
 
 `classify()` takes one decoded JSON-RPC message plus, on HTTP, its headers, and returns a decision:
 a validated `Request`, a `Notification`, or a `Rejection` carrying the HTTP status and the error.
