@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Coroutine, Mapping
 from typing import Any
 
 from ...protocol import jsonrpc
+from ...protocol.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, McpError, method_not_found
 from ...protocol.meta import META_PROGRESS_TOKEN, META_SERVER_INFO
 from ...protocol.sse import iter_messages
 from ...protocol.versions import LEGACY_VERSIONS
@@ -226,20 +227,19 @@ class LegacySession:
 
     async def _answer(self, req: dict[str, Any]) -> None:
         """Answer a server→client request (ping, sampling, elicitation, roots) through the handlers."""
-        method = req.get("method")
-        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": req["id"]}
+        method, id_ = str(req.get("method")), req["id"]
         try:
             if method == "ping":
-                reply["result"] = {}
+                reply = jsonrpc.result_response(id_, {})
             elif method in ("sampling/createMessage", "elicitation/create", "roots/list"):
-                reply["result"] = await self.handlers.answer(str(method), req.get("params"))
+                reply = jsonrpc.result_response(id_, await self.handlers.answer(method, req.get("params")))
             else:
-                reply["error"] = {"code": -32601, "message": f"Method not found: {method}"}
-        except InvalidResult as e:
-            reply["error"] = {"code": -32601, "message": str(e)}
+                reply = jsonrpc.error_response(id_, method_not_found(method))
+        except InvalidResult as e:  # a capability this client did not declare
+            reply = jsonrpc.error_response(id_, McpError(METHOD_NOT_FOUND, str(e)))
         except Exception as e:
             log.exception("handler for %s failed", method)
-            reply["error"] = {"code": -32603, "message": f"client handler failed: {e}"}
+            reply = jsonrpc.error_response(id_, McpError(INTERNAL_ERROR, f"client handler failed: {e}"))
         with contextlib.suppress(ChannelError, HttpStatusError):
             await self.wire.send(reply, self._headers())
 
