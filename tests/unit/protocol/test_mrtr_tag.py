@@ -14,7 +14,8 @@ from mcp_stateless.protocol.mrtr import StateContext, params_digest, seal, unsea
 
 RING = KeyRing({"k1": b"k" * 32})
 CTX = StateContext("alice", "tools/call", params_digest("tools/call", {"name": "t"}))
-SEALED = seal(RING, CTX, {"round": 1}, ttl_s=60)
+# sealed at import, so it must outlive a whole test session, not one test
+SEALED = seal(RING, CTX, {"round": 1}, ttl_s=24 * 3600)
 HEAD, TAG = SEALED.rsplit(".", 1)
 
 
