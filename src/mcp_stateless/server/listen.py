@@ -91,9 +91,7 @@ class Listeners:
         sid = req.id
         tag = {META_SUBSCRIPTION_ID: sid}
         with self._subscription() as sub:
-            ready = getattr(sub, "ready", None)
-            if ready is not None:  # a shared bus: acknowledge only once events from other instances arrive
-                await ready()
+            await sub.ready()  # on a shared bus, acknowledge only once events from other instances arrive
             yield ListenEvent({
                 "jsonrpc": "2.0",
                 "method": "notifications/subscriptions/acknowledged",
