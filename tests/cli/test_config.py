@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from mcp_stateless.cli import build_parser
+from mcp_stateless.cli.base import CliError
 from mcp_stateless.cli.config import SERVE_CONFIG_ENV, ServeConfig
 from mcp_stateless.cli.serve import config_from_args
 from mcp_stateless.protocol.security import OriginPolicy
@@ -36,6 +37,29 @@ def test_the_command_line_becomes_one_config() -> None:
                                  allowed_origins=("https://b.example",), instance_name="i-1", max_body=10,
                                  log_level="debug")
     assert config.processes == 3
+
+
+def test_the_edge_limits_reach_the_config_and_survive_the_trip_to_workers() -> None:
+    config = parse("a:app", "--http", "0.0.0.0:1", "--idle-timeout", "2.5", "--header-timeout", "3",
+                   "--body-timeout", "7", "--max-connections", "99", "--tool-threads", "5")
+    assert (config.idle_timeout, config.header_timeout, config.body_timeout, config.max_connections,
+            config.tool_threads) == (2.5, 3.0, 7.0, 99, 5)
+    assert ServeConfig.from_json(config.to_json()) == config
+    defaults = parse("a:app", "--http", "0.0.0.0:1")
+    assert (defaults.idle_timeout, defaults.header_timeout, defaults.body_timeout, defaults.max_connections,
+            defaults.tool_threads) == (5.0, 10.0, 30.0, 1000, 64)
+
+
+@pytest.mark.parametrize(("flag", "value", "message"), [
+    ("--idle-timeout", "0", "--idle-timeout must be a positive number of seconds"),
+    ("--header-timeout", "-1", "--header-timeout must be a positive number of seconds"),
+    ("--body-timeout", "nan", "--body-timeout must be a positive number of seconds"),
+    ("--max-connections", "0", "--max-connections must be at least 1"),
+    ("--tool-threads", "0", "--tool-threads must be at least 1"),
+])
+def test_bad_edge_limits_are_refused(flag: str, value: str, message: str) -> None:
+    with pytest.raises(CliError, match=message):
+        parse("a:app", "--http", "0.0.0.0:1", flag, value)
 
 
 def test_documented_settings_are_defaults_the_command_line_overrides() -> None:
@@ -76,17 +100,37 @@ def test_the_key_ring_never_shows_in_repr() -> None:
 
 @pytest.mark.parametrize(("host", "hosts", "origins", "expected"), [
     ("127.0.0.1", (), (), OriginPolicy.loopback()),
-    ("0.0.0.0", (), (), None),
-    ("0.0.0.0", ("*",), (), OriginPolicy.disabled()),
+    ("0.0.0.0", (), (), OriginPolicy.public()),
+    ("0.0.0.0", ("*",), (), OriginPolicy.public()),
+    ("0.0.0.0", ("*",), ("*",), OriginPolicy.public(["*"])),
     ("0.0.0.0", ("MCP.example.com",), ("https://App.example.com",),
      OriginPolicy(frozenset({"mcp.example.com"}), frozenset({"https://app.example.com"}))),
+    ("0.0.0.0", (), ("https://App.example.com",), OriginPolicy.public(["https://app.example.com"])),
     ("localhost", ("mcp.example.com",), (),
      OriginPolicy(OriginPolicy.loopback().allowed_hosts | {"mcp.example.com"}, frozenset())),
 ])
 def test_origin_policy(host: str, hosts: tuple[str, ...], origins: tuple[str, ...],
-                       expected: OriginPolicy | None) -> None:
+                       expected: OriginPolicy) -> None:
     config = ServeConfig(app="a:app", host=host, allowed_hosts=hosts, allowed_origins=origins)
     assert config.origin_policy() == expected
+
+
+@pytest.mark.parametrize(("hosts", "origins", "host", "origin", "why"), [
+    # a public bind with nothing configured: any Host, no browser Origin (a rebinding page is refused)
+    ((), (), "evil.example.com", "http://evil.example.com", "Origin is not allowed"),
+    ((), (), "10.0.0.5:8000", "http://10.0.0.5:8000", "Origin is not allowed"),
+    ((), (), "evil.example.com", None, None),
+    (("*",), (), "anything", "http://anything", "Origin is not allowed"),
+    # opening up is explicit
+    ((), ("https://app.example.com",), "10.0.0.5", "https://app.example.com", None),
+    ((), ("*",), "10.0.0.5", "http://evil.example.com", None),
+    (("mcp.example.com",), (), "mcp.example.com", "https://mcp.example.com", None),
+    (("mcp.example.com",), (), "evil.example.com", None, "Host header is not allowed"),
+])
+def test_public_binds_refuse_foreign_origins_by_default(hosts: tuple[str, ...], origins: tuple[str, ...],
+                                                        host: str, origin: str | None, why: str | None) -> None:
+    config = ServeConfig(app="a:app", host="0.0.0.0", allowed_hosts=hosts, allowed_origins=origins)
+    assert config.origin_policy().check(host, origin) == why
 
 
 def test_workers_get_the_whole_config() -> None:
@@ -125,4 +169,4 @@ def test_workers_get_the_whole_config() -> None:
 def test_config_fields_are_all_plain_data() -> None:
     """Everything must survive JSON for the workers: no field may hold an object."""
     for f in dataclasses.fields(ServeConfig):
-        assert f.type in {"str", "int", "Transport", "LogLevel", "str | None", "tuple[str, ...]"}, f
+        assert f.type in {"str", "int", "float", "Transport", "LogLevel", "str | None", "tuple[str, ...]"}, f

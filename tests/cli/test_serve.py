@@ -58,7 +58,7 @@ def http_server(*args: str, app: str = "examples/echo.py:app",
     port = free_port()
     proc = subprocess.Popen([CLI, "serve", app, "--http", f"127.0.0.1:{port}", *args], cwd=ROOT,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=kw.pop("env", env()))
+                            env=kw.pop("env", env()), **kw)
     url = f"http://127.0.0.1:{port}/mcp"
     try:
         deadline = time.monotonic() + 20
@@ -97,7 +97,8 @@ def test_help_explains_both_transports() -> None:
     r = run_cli("serve", "--help")
     assert r.returncode == 0
     for needle in ("--stdio", "--http HOST:PORT", "--workers", "--allowed-origin", "--allowed-host",
-                   "--max-body", "--log-level", "path/to/file.py:attr", "examples/echo.py:app --stdio",
+                   "--max-body", "--log-level", "path/to/file.py:attr", "--idle-timeout", "--header-timeout",
+                   "--body-timeout", "--max-connections", "--tool-threads", "examples/echo.py:app --stdio",
                    "examples/echo.py:app --http 127.0.0.1:8000", "MCP_STATELESS_KEYS"):
         assert needle in r.stdout, needle
 

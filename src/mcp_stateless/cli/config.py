@@ -20,6 +20,13 @@ from ..protocol.security import LOOPBACK_HOSTS, OriginPolicy
 
 SERVE_CONFIG_ENV = "MCP_STATELESS_SERVE"
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
+# The edge limits' defaults (transports/edge.py, transports/serve_http.py), restated here so that parsing
+# the command line imports no server code.
+DEFAULT_IDLE_TIMEOUT = 5.0
+DEFAULT_HEADER_TIMEOUT = 10.0
+DEFAULT_BODY_TIMEOUT = 30.0
+DEFAULT_MAX_CONNECTIONS = 1000
+DEFAULT_TOOL_THREADS = 64
 
 Transport = Literal["stdio", "http"]
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
@@ -32,7 +39,9 @@ class ServeConfig:
     `state`: the state URL; None keeps the app's own state, or opens the per-app SQLite default.
     `keys`: the MRTR key ring (`kid:base64secret[,...]`); None keeps the app's own.
     `allowed_hosts`/`allowed_origins`: added to the Host/Origin policy ('*' host: no check).
-    `instance_name`: sent as `X-Mcp-Instance` on every HTTP response (None: not sent)."""
+    `instance_name`: sent as `X-Mcp-Instance` on every HTTP response (None: not sent).
+    `idle_timeout`/`header_timeout`/`body_timeout` (seconds), `max_connections`: HTTP edge limits, per
+    process; `tool_threads`: threads running sync handlers, per process."""
 
     app: str
     transport: Transport = "http"
@@ -47,26 +56,27 @@ class ServeConfig:
     instance_name: str | None = None
     max_body: int = DEFAULT_MAX_BODY
     log_level: LogLevel = "info"
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    tool_threads: int = DEFAULT_TOOL_THREADS
 
     @property
     def processes(self) -> int:
         """How many processes serve the app with this config (each needs the same MRTR key)."""
         return self.workers if self.transport == "http" else 1
 
-    def origin_policy(self) -> OriginPolicy | None:
-        """The Host/Origin check: loopback binds are protected by default; a public bind checks nothing
-        unless hosts or origins are named."""
-        if self.allowed_hosts or self.allowed_origins:
-            if "*" in self.allowed_hosts:
-                return OriginPolicy.disabled()
-            base = OriginPolicy.loopback() if self.host in LOOPBACK_HOSTS else OriginPolicy()
-            return OriginPolicy(
-                base.allowed_hosts | {h.lower() for h in self.allowed_hosts},
-                frozenset(o.lower() for o in self.allowed_origins),
-            )
-        if self.host in LOOPBACK_HOSTS:
-            return OriginPolicy.loopback()
-        return None
+    def origin_policy(self) -> OriginPolicy:
+        """The Host/Origin check. Every bind refuses a foreign Origin (only the allowed hosts' own and the
+        listed Origins pass; '*' origin: any). A loopback bind also refuses foreign Hosts; a public bind
+        accepts any Host unless hosts are named ('*' host: any)."""
+        hosts = {h.lower() for h in self.allowed_hosts}
+        origins = frozenset(o.lower() for o in self.allowed_origins)
+        if "*" in hosts or (not hosts and self.host not in LOOPBACK_HOSTS):
+            return OriginPolicy.public(origins)
+        base = LOOPBACK_HOSTS if self.host in LOOPBACK_HOSTS else frozenset()
+        return OriginPolicy(base | hosts, origins)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))

@@ -16,7 +16,16 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .base import CliError
-from .config import DEFAULT_MAX_BODY, LOG_LEVELS, ServeConfig
+from .config import (
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_BODY,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_TOOL_THREADS,
+    LOG_LEVELS,
+    ServeConfig,
+)
 from .loader import load_app
 
 if TYPE_CHECKING:
@@ -62,11 +71,26 @@ def register(sub: Any) -> None:
     s.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
     s.add_argument("--workers", type=int, default=1, help="HTTP worker processes (default 1)")
     s.add_argument("--allowed-host", action="append", default=[], metavar="HOST",
-                   help="accept this Host header (repeatable; '*' turns the Host/Origin check off)")
+                   help="accept only these Host headers (repeatable; default: loopback names on a loopback "
+                        "bind, any Host elsewhere; '*' any Host)")
     s.add_argument("--allowed-origin", action="append", default=[], metavar="ORIGIN",
-                   help="accept this Origin, e.g. https://app.example.com (repeatable)")
+                   help="accept this browser Origin, e.g. https://app.example.com (repeatable; '*' any). "
+                        "By default every bind refuses (403) an Origin that is not an allowed host's own")
     s.add_argument("--max-body", type=int, default=DEFAULT_MAX_BODY, metavar="BYTES",
                    help="largest accepted request body (default 4 MiB; larger gets 413)")
+    s.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT, metavar="S",
+                   help=f"close a connection idle this long, fresh or between requests (default "
+                        f"{DEFAULT_IDLE_TIMEOUT:g} s)")
+    s.add_argument("--header-timeout", type=float, default=DEFAULT_HEADER_TIMEOUT, metavar="S",
+                   help=f"408 and close when a request head takes longer (default {DEFAULT_HEADER_TIMEOUT:g} s)")
+    s.add_argument("--body-timeout", type=float, default=DEFAULT_BODY_TIMEOUT, metavar="S",
+                   help=f"408 and close when a request body takes longer (default {DEFAULT_BODY_TIMEOUT:g} s)")
+    s.add_argument("--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS, metavar="N",
+                   help=f"open connections per process (default {DEFAULT_MAX_CONNECTIONS}, lowered to fit "
+                        "ulimit -n); at the cap a new connection evicts the longest-idle one, or gets 503")
+    s.add_argument("--tool-threads", type=int, default=DEFAULT_TOOL_THREADS, metavar="N",
+                   help=f"threads running sync handlers, per process (default {DEFAULT_TOOL_THREADS}); state "
+                        "store I/O has its own")
     s.add_argument("--state", metavar="URL", default=None,
                    help="where handles and change events live: sqlite:///path.db (default: one file per app "
                         "under ~/.local/state/mcp-stateless), redis://host:6379/0 (several machines), memory:// "
@@ -93,6 +117,13 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str] = os.e
         raise CliError("--workers must be at least 1")
     if args.max_body < 1:
         raise CliError("--max-body must be positive")
+    for flag in ("idle_timeout", "header_timeout", "body_timeout"):
+        if not getattr(args, flag) > 0:
+            raise CliError(f"--{flag.replace('_', '-')} must be a positive number of seconds")
+    if args.max_connections < 1:
+        raise CliError("--max-connections must be at least 1")
+    if args.tool_threads < 1:
+        raise CliError("--tool-threads must be at least 1")
     common: dict[str, Any] = {
         "app": args.app,
         "path": args.path,
@@ -103,6 +134,11 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str] = os.e
         "allowed_origins": tuple(args.allowed_origin),
         "max_body": args.max_body,
         "log_level": args.log_level,
+        "idle_timeout": args.idle_timeout,
+        "header_timeout": args.header_timeout,
+        "body_timeout": args.body_timeout,
+        "max_connections": args.max_connections,
+        "tool_threads": args.tool_threads,
     }
     if args.stdio:
         return ServeConfig(transport="stdio", **common)
@@ -124,17 +160,18 @@ def serve(config: ServeConfig) -> int:
         from ..transports.stdio import protect_stdout, serve_stdio
 
         out_fd = protect_stdout()  # before the app is imported: its prints must not reach the stream
-        return serve_stdio(open_app(config), out_fd)
+        return serve_stdio(open_app(config), out_fd, tool_threads=config.tool_threads)
     app = open_app(config)  # fail fast on a bad APP, even with several workers
     _check_port_free(config.host, config.port)
     from ..transports import serve_http
+    from ..transports.edge import EdgeLimits
 
+    limits = EdgeLimits(config.idle_timeout, config.header_timeout, config.body_timeout, config.max_connections)
+    edge: dict[str, Any] = {"log_level": config.log_level, "limits": limits, "tool_threads": config.tool_threads}
     if config.workers == 1:
-        return serve_http.run(_transport(config, app), host=config.host, port=config.port,
-                              log_level=config.log_level)
+        return serve_http.run(_transport(config, app), host=config.host, port=config.port, **edge)
     config.to_env()
-    return serve_http.run(WORKER_FACTORY, host=config.host, port=config.port, workers=config.workers,
-                          log_level=config.log_level)
+    return serve_http.run(WORKER_FACTORY, host=config.host, port=config.port, workers=config.workers, **edge)
 
 
 def worker_transport() -> HttpTransport:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import McpError, header_mismatch
+from .errors import INVALID_REQUEST, McpError, header_mismatch
 from .meta import META_PROTOCOL_VERSION
 
 _SENTINEL_PREFIX = "=?base64?"
@@ -67,6 +67,68 @@ def decode_header_value(raw: str, header: str) -> str:
         except (binascii.Error, UnicodeDecodeError):
             raise header_mismatch(f"{header} header has invalid base64 encoding") from None
     return value
+
+
+# Header lines that may appear once (Host: RFC 9110 §7.2), or whose copies must agree (they route the
+# request or decide whether it is allowed: a proxy and this server must not read different values).
+_ONCE = frozenset({b"host", b"origin", b"mcp-method", b"mcp-name", b"mcp-protocol-version"})
+
+
+def repeated_header(raw: Iterable[tuple[bytes, bytes]]) -> McpError | None:
+    """The refusal for repeated header lines, or None: two Host lines are invalid (-32600), an Origin,
+    `Mcp-Method`, `Mcp-Name`, `MCP-Protocol-Version` or `Mcp-Param-*` repeated with different values is
+    a header mismatch (-32020); repeats with equal values are tolerated. `raw`: lower-case names (ASGI)."""
+    seen: dict[bytes, bytes] = {}
+    for name, value in raw:
+        if name not in _ONCE and not name.startswith(b"mcp-param-"):
+            continue
+        first = seen.setdefault(name, value)
+        if first is value:
+            continue
+        if name == b"host":
+            return McpError(INVALID_REQUEST, "Host header appears more than once")
+        if first.strip(b" \t") != value.strip(b" \t"):
+            return header_mismatch(f"{name.decode('latin-1')} header appears twice with different values")
+    return None
+
+
+def _media_q(params: list[str]) -> float | None:
+    for p in params:
+        key, _, value = p.partition("=")
+        if key.strip() == "q":
+            try:
+                q = float(value.strip())
+            except ValueError:
+                return None
+            return q if 0.0 <= q <= 1.0 else None
+    return 1.0
+
+
+def accepted_media(accept: str) -> tuple[bool, bool]:
+    """(JSON acceptable, SSE acceptable) for an Accept header value. The most specific media range that
+    matches a type decides (`text/event-stream` over `text/*` over `*/*`), and `q=0` refuses it; a range
+    with an invalid q-value is ignored."""
+    a = accept.lower()
+    if ";" not in a:  # perf: no parameters, so no q-values (the usual header): substring tests suffice
+        wildcard = "*/*" in a
+        return (wildcard or "application/json" in a or "application/*" in a,
+                wildcard or "text/event-stream" in a or "text/*" in a)
+    ranges: dict[str, float] = {}
+    for part in a.split(","):
+        media, *params = part.split(";")
+        q = _media_q(params)
+        media = media.strip()
+        if q is not None and media:
+            ranges[media] = max(q, ranges.get(media, 0.0))
+
+    def ok(full: str, family: str) -> bool:
+        for key in (full, family, "*/*"):
+            q = ranges.get(key)
+            if q is not None:
+                return q > 0.0
+        return False
+
+    return ok("application/json", "application/*"), ok("text/event-stream", "text/*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,10 +278,12 @@ def mirror_headers(
 __all__ = [
     "NAME_PARAM",
     "ParamHeader",
+    "accepted_media",
     "check_param_headers",
     "decode_header_value",
     "encode_header_value",
     "mirror_headers",
     "param_headers",
+    "repeated_header",
     "value_at",
 ]

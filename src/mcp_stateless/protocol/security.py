@@ -26,9 +26,13 @@ def _split_host(value: str) -> tuple[str, str | None]:
 
 @dataclass(frozen=True, slots=True)
 class OriginPolicy:
-    """Allowed `Host` values (host or host:port; a bare host allows any port) and `Origin` values.
+    """Allowed `Host` values (host or host:port; a bare host allows any port; '*' any Host) and `Origin`
+    values ('*' any Origin).
 
-    `enabled=False` turns the check off (for deployments where a proxy enforces it)."""
+    An absent Origin is allowed (non-browser clients). A present one is allowed when it is listed, or
+    when its host is one of the *named* allowed hosts (same-host); '*' hosts never open Origins, so a
+    rebinding browser (its Origin is the attacker's name) is refused on every bind unless Origins are
+    opened explicitly. `enabled=False` turns both checks off (a proxy enforces them)."""
 
     allowed_hosts: frozenset[str] = field(default_factory=frozenset)
     allowed_origins: frozenset[str] = field(default_factory=frozenset)
@@ -39,21 +43,26 @@ class OriginPolicy:
         return cls(LOOPBACK_HOSTS | {h.lower() for h in extra_hosts}, frozenset(o.lower() for o in extra_origins))
 
     @classmethod
+    def public(cls, extra_origins: Iterable[str] = ()) -> OriginPolicy:
+        """Any Host (a public bind cannot know its names); only the listed Origins."""
+        return cls(frozenset({"*"}), frozenset(o.lower() for o in extra_origins))
+
+    @classmethod
     def disabled(cls) -> OriginPolicy:
         return cls(enabled=False)
 
     def host_allowed(self, host: str | None) -> bool:
-        if not self.enabled:
+        if not self.enabled or "*" in self.allowed_hosts:
             return True
         if host is None:
             return False
-        if "*" in self.allowed_hosts:
-            return True
+        return self._named(host)
+
+    def _named(self, host: str) -> bool:
         name, port = _split_host(host)
         return name in self.allowed_hosts or (port is not None and f"{name}:{port}" in self.allowed_hosts)
 
     def origin_allowed(self, origin: str | None) -> bool:
-        """An absent Origin is allowed (non-browser clients); a present one must be listed or same-host."""
         if not self.enabled or origin is None:
             return True
         o = origin.strip().lower()
@@ -62,7 +71,7 @@ class OriginPolicy:
         parts = urlsplit(o)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             return False
-        return self.host_allowed(parts.netloc)
+        return self._named(parts.netloc)
 
     def check(self, host: str | None, origin: str | None) -> str | None:
         """None when allowed, else the reason for a 403."""

@@ -24,6 +24,7 @@ from ..protocol.encoding import encode_message
 from ..protocol.endpoint import Call, Endpoint, KeepAlive, ListenEnd, ListenItem, authenticator_for
 from ..protocol.envelope import Notification, Rejection, Request
 from ..protocol.errors import McpError
+from ..protocol.headers import accepted_media, repeated_header
 from ..protocol.principal import (
     ANONYMOUS,
     AnonymousAuthenticator,
@@ -133,8 +134,9 @@ class HttpTransport:
 
     `path`: the endpoint path (None accepts any path, e.g. when mounted under a router).
     `authenticator`: who is calling (default: the endpoint's own, see `authenticator_for`).
-    `origin_policy`: Host/Origin validation; the default protects loopback binds and allows the rest,
-    so a public deployment must pass its own policy (`OriginPolicy(allowed_hosts=…)`).
+    `origin_policy`: Host/Origin validation; the default refuses foreign Hosts on a loopback bind and
+    any Origin but the loopback ones; on any other bind it accepts every Host and refuses every Origin
+    (browsers), so a deployment serving browsers names them (`OriginPolicy.public([...])`).
     """
 
     def __init__(
@@ -154,6 +156,7 @@ class HttpTransport:
         self.path = path
         self.origin_policy = origin_policy
         self._loopback_policy = OriginPolicy.loopback()
+        self._public_policy = OriginPolicy.public()
         self.max_body = max_body
         # Opt-in: name this instance in an X-Mcp-Instance header of every response (debugging a cluster).
         name = instance if instance is not None else os.environ.get(INSTANCE_ENV)
@@ -179,13 +182,13 @@ class HttpTransport:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
-    def _policy(self, scope: Scope) -> OriginPolicy | None:
+    def _policy(self, scope: Scope) -> OriginPolicy:
         if self.origin_policy is not None:
             return self.origin_policy
         server = scope.get("server")
         if server and server[0] in _LOOPBACK_ADDRS:
             return self._loopback_policy
-        return None
+        return self._public_policy
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.path is not None:
@@ -196,15 +199,19 @@ class HttpTransport:
             if path.rstrip("/") != self.path.rstrip("/"):
                 await _plain(send, 404, b"Not Found")
                 return
-        # perf: one comprehension (a repeated header keeps its last value, as before)
-        headers: dict[str, str] = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-
-        policy = self._policy(scope)
-        if policy is not None:
-            why = policy.check(headers.get("host"), headers.get("origin"))
-            if why is not None:
-                await _error(send, 403, None, McpError(errors.INVALID_REQUEST, why))
+        raw = scope["headers"]
+        # perf: one comprehension; only when it collapsed repeated lines are they looked at
+        headers: dict[str, str] = {k.decode("latin-1"): v.decode("latin-1") for k, v in raw}
+        if len(headers) != len(raw):
+            problem = repeated_header(raw)
+            if problem is not None:
+                await _error(send, 400, None, problem)
                 return
+
+        why = self._policy(scope).check(headers.get("host"), headers.get("origin"))
+        if why is not None:
+            await _error(send, 403, None, McpError(errors.INVALID_REQUEST, why))
+            return
 
         method = scope["method"]
         if method != "POST":
@@ -219,10 +226,7 @@ class HttpTransport:
         if ctype is not None and ctype.split(";", 1)[0].strip().lower() != "application/json":
             await _error(send, 415, None, McpError(errors.INVALID_REQUEST, "Content-Type must be application/json"))
             return
-        accept = headers.get("accept", "*/*").lower()
-        wildcard = "*/*" in accept
-        can_json = wildcard or "application/json" in accept or "application/*" in accept
-        can_sse = wildcard or "text/event-stream" in accept or "text/*" in accept
+        can_json, can_sse = accepted_media(headers.get("accept", "*/*"))
         if not (can_json or can_sse):
             await _error(send, 406, None, McpError(
                 errors.INVALID_REQUEST, "Accept must list application/json and text/event-stream"))

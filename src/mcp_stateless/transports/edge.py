@@ -1,0 +1,171 @@
+"""Connection limits at the edge when uvicorn serves directly (no proxy in front): idle, header and body
+timeouts and a cap on open connections.
+
+uvicorn (0.3x–0.5x) bounds only the idle time between keep-alive requests (`timeout_keep_alive`);
+nothing bounds a fresh connection that never sends a byte, a request head trickling in at 1 byte/s, or a
+body shorter than its Content-Length, and `limit_concurrency` answers 503 to *every* new request once
+the cap is reached (so idle sockets lock real clients out). `GuardedHttpToolsProtocol` is uvicorn's
+httptools protocol with those gaps closed:
+
+- a connection that sends nothing within `idle_timeout`, and a keep-alive connection idle for as long,
+  is closed (uvicorn's own keep-alive timer, armed on connect as well);
+- a request head not complete within `header_timeout` of its first byte gets 408 and is closed;
+- a body not complete within `body_timeout` of the end of its head gets 408 (if nothing was answered
+  yet) and the connection is closed; the application sees `http.disconnect`;
+- at `max_connections` open connections, a new one evicts the connection that has waited longest
+  without a complete request (idle or still sending its head); when every connection is busy with a
+  request, the newcomer gets 503 and is closed. Real requests are served while idle sockets pile up.
+
+perf: a request whose head and body arrive in one read (the usual case) arms no timer at all: the
+phase watchdog is armed only when a `data_received` call ends with a request still incomplete.
+
+Each cut-off is logged at debug level only: a flood of hostile connections must not flood the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from ..protocol import errors
+from ..protocol.errors import McpError
+
+log = logging.getLogger("mcp_stateless.http")
+
+# uvicorn hands the Config to each protocol; the limits ride on it under this attribute (a plain
+# attribute survives the pickling that carries the Config to spawned worker processes).
+LIMITS_ATTR = "mcp_stateless_limits"
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeLimits:
+    idle_timeout: float = 5.0
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+    max_connections: int = 1000
+
+
+# Connection phases (ints: compared on every callback).
+_IDLE = 0  # no request bytes yet (fresh, or between keep-alive requests)
+_HEAD = 1  # request line / headers arriving
+_BODY = 2  # head complete, body arriving
+_APP = 3  # request complete, the application is answering
+
+
+def _refusal(status: int, reason: bytes, message: str) -> bytes:
+    body = orjson.dumps(errors.error_response(None, McpError(errors.INVALID_REQUEST, message)))
+    return (b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
+            b"connection: close\r\n\r\n%s" % (status, reason, len(body), body))
+
+
+class GuardedHttpToolsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol plus the limits above (see the module docstring)."""
+
+    def __init__(self, config: Any, server_state: Any, app_state: dict[str, Any],
+                 _loop: asyncio.AbstractEventLoop | None = None) -> None:
+        super().__init__(config, server_state, app_state, _loop)
+        limits: EdgeLimits = getattr(config, LIMITS_ATTR, None) or EdgeLimits()
+        self._limits = limits
+        self.timeout_keep_alive = limits.idle_timeout  # type: ignore[assignment]  # a float works
+        self._phase = _IDLE
+        self._since = 0.0  # when the current phase began (loop time)
+        self._watchdog: asyncio.TimerHandle | None = None
+
+    # -- connection -------------------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._since = self.loop.time()
+        if len(self.connections) > self._limits.max_connections and not self._evict_one():
+            log.debug("refusing a connection: %d connections open, every one busy with a request",
+                        len(self.connections) - 1)
+            transport.write(_refusal(503, b"Service Unavailable", "Too many connections; retry shortly"))
+            transport.close()
+            return
+        # A connection that never sends a byte is idle too: uvicorn arms this timer only after a response.
+        self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive,
+                                                            self.timeout_keep_alive_handler)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
+        super().connection_lost(exc)
+
+    def _evict_one(self) -> bool:
+        """Close the connection that has waited longest without a complete request; False if none."""
+        victim: GuardedHttpToolsProtocol | None = None
+        for conn in self.connections:
+            if (conn is not self and isinstance(conn, GuardedHttpToolsProtocol) and conn._phase <= _HEAD
+                    and not conn.pipeline and not conn.transport.is_closing()
+                    and (victim is None or conn._since < victim._since)):
+                victim = conn
+        if victim is None:
+            return False
+        log.debug("connection cap (%d) reached: closing the longest-waiting idle connection",
+                 self._limits.max_connections)
+        victim.transport.close()
+        self.connections.discard(victim)  # its connection_lost follows; it no longer counts
+        return True
+
+    # -- parser callbacks -------------------------------------------------------------------------
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._phase = _HEAD
+        self._since = self.loop.time()
+
+    def on_headers_complete(self) -> None:
+        super().on_headers_complete()
+        self._phase = _BODY
+        self._since = self.loop.time()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._phase = _APP
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self._phase == _APP and not self.pipeline:
+            self._phase = _IDLE
+            self._since = self.loop.time()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if (self._phase == _HEAD or self._phase == _BODY) and self._watchdog is None:
+            self._watchdog = self.loop.call_at(self._deadline(), self._expire)
+
+    # -- the watchdog -----------------------------------------------------------------------------
+    def _deadline(self) -> float:
+        limit = self._limits.header_timeout if self._phase == _HEAD else self._limits.body_timeout
+        return self._since + limit
+
+    def _expire(self) -> None:
+        self._watchdog = None
+        if self.transport.is_closing() or not (self._phase == _HEAD or self._phase == _BODY):
+            return
+        now = self.loop.time()
+        deadline = self._deadline()
+        if deadline > now:  # the head completed meanwhile: the body has its own budget
+            self._watchdog = self.loop.call_at(deadline, self._expire)
+            return
+        peer = f"{self.client[0]}:{self.client[1]}" if self.client else "a client"
+        if self._phase == _HEAD:
+            log.debug("closing %s: request head not complete within %g s", peer, self._limits.header_timeout)
+            self.transport.write(_refusal(408, b"Request Timeout",
+                                          f"Request head not received within {self._limits.header_timeout:g} s"))
+        else:
+            log.debug("closing %s: request body not complete within %g s", peer, self._limits.body_timeout)
+            cycle = self.cycle
+            if cycle is None or not cycle.response_started:
+                if cycle is not None:
+                    cycle.disconnected = True  # the app's receive() says http.disconnect; its sends are dropped
+                self.transport.write(_refusal(
+                    408, b"Request Timeout", f"Request body not received within {self._limits.body_timeout:g} s"))
+        self.transport.close()

@@ -1,0 +1,202 @@
+"""The edge limits of `mcp-stateless serve --http` for real: the real CLI subprocess, raw loopback sockets,
+slow and idle clients, exact statuses and JSON-RPC codes, and a legitimate request served while attackers
+hold connections. Every loop here is bounded in count and time."""
+
+from __future__ import annotations
+
+import contextlib
+import resource
+import socket
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pytest
+
+from cli.test_serve import PV, body, http_server, post
+
+IDLE, HEAD, BODY = 1.0, 1.5, 1.5
+FAST = ("--idle-timeout", str(IDLE), "--header-timeout", str(HEAD), "--body-timeout", str(BODY),
+        "--max-connections", "40")
+
+
+def port_of(url: str) -> int:
+    return int(url.split(":")[2].split("/")[0])
+
+
+def request_bytes(port: int, msg: dict[str, Any] | None = None, *, length: int | None = None) -> tuple[bytes, bytes]:
+    """(head, body) of a valid MCP POST; `length` overrides Content-Length."""
+    msg = msg or body(1, "server/discover")
+    data = orjson.dumps(msg)
+    head = (f"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\n"
+            f"accept: application/json, text/event-stream\r\nmcp-protocol-version: {PV}\r\n"
+            f"mcp-method: {msg['method']}\r\ncontent-length: {length if length is not None else len(data)}\r\n\r\n")
+    return head.encode(), data
+
+
+def read_until_closed(sock: socket.socket, limit: float) -> tuple[bytes, float]:
+    """Everything the server sends until it closes the connection, and how long that took (bounded)."""
+    start = time.monotonic()
+    sock.settimeout(limit)
+    got = b""
+    with contextlib.suppress(ConnectionResetError):
+        while chunk := sock.recv(65536):
+            got += chunk
+    return got, time.monotonic() - start
+
+
+def connect(port: int) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", port), timeout=5)
+
+
+def assert_408(reply: bytes, what: str) -> None:
+    head, _, payload = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 408 "), reply[:200]
+    assert b"connection: close" in head.lower()
+    err = orjson.loads(payload)["error"]
+    assert err["code"] == -32600 and what in err["message"], err
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    with http_server(*FAST) as (url, _proc):
+        yield url
+
+
+def test_a_connection_that_sends_nothing_is_closed_after_the_idle_timeout(server: str) -> None:
+    with connect(port_of(server)) as s:
+        got, took = read_until_closed(s, 10)
+    assert got == b"" and IDLE * 0.8 <= took < IDLE + 2.5, took
+
+
+def test_an_idle_keep_alive_connection_is_closed_after_the_idle_timeout(server: str) -> None:
+    port = port_of(server)
+    with connect(port) as s:
+        head, data = request_bytes(port)
+        s.sendall(head + data)
+        s.settimeout(5)
+        first = s.recv(65536)
+        assert first.startswith(b"HTTP/1.1 200 ")
+        _got, took = read_until_closed(s, 10)
+    assert IDLE * 0.8 <= took < IDLE + 2.5, took
+
+
+def test_a_head_sent_at_one_byte_per_tick_is_cut_off_with_408(server: str) -> None:
+    port = port_of(server)
+    head, _ = request_bytes(port)
+    start = time.monotonic()
+    with connect(port) as s:
+        sent = 0
+        with contextlib.suppress(OSError):  # the server may close while we still trickle
+            for byte in head[:40]:  # 40 ticks of 0.1 s: far longer than the 1.5 s head budget
+                s.sendall(bytes([byte]))
+                sent += 1
+                time.sleep(0.1)
+        got, _ = read_until_closed(s, 10)
+    took = time.monotonic() - start
+    assert sent < 40 or took < HEAD + 2.5
+    assert_408(got, "Request head not received within 1.5 s")
+    assert HEAD * 0.8 <= took < HEAD + 4.5, took
+
+
+def test_a_body_sent_at_one_byte_per_tick_is_cut_off_with_408(server: str) -> None:
+    port = port_of(server)
+    head, data = request_bytes(port)
+    start = time.monotonic()
+    with connect(port) as s:
+        s.sendall(head)
+        with contextlib.suppress(OSError):
+            for byte in data[:40]:
+                s.sendall(bytes([byte]))
+                time.sleep(0.1)
+        got, _ = read_until_closed(s, 10)
+    took = time.monotonic() - start
+    assert_408(got, "Request body not received within 1.5 s")
+    assert BODY * 0.8 <= took < BODY + 4.5, took
+
+
+def test_a_body_shorter_than_its_content_length_is_answered_within_the_body_timeout(server: str) -> None:
+    port = port_of(server)
+    head, data = request_bytes(port, length=10_000)
+    with connect(port) as s:
+        s.sendall(head + data)  # far fewer than 10,000 bytes, then silence
+        got, took = read_until_closed(s, 10)
+    assert_408(got, "Request body not received within 1.5 s")
+    assert BODY * 0.8 <= took < BODY + 2.5, took
+
+
+def test_fast_requests_on_the_same_server_are_untouched(server: str) -> None:
+    for i in range(20):
+        r = post(server, body(i, "tools/call", {"name": "echo", "arguments": {"text": f"t{i}"}}))
+        assert r.status_code == 200 and r.json()["result"]["content"] == [{"type": "text", "text": f"t{i}"}]
+
+
+def test_at_the_cap_idle_connections_make_room_for_a_real_request(server: str) -> None:
+    port = port_of(server)
+    idle = [connect(port) for _ in range(120)]  # three times the cap of 40, all idle
+    try:
+        time.sleep(0.2)
+        r = post(server, body(7, "server/discover"))
+        assert r.status_code == 200 and r.json()["id"] == 7
+        # the cap held: most idle sockets were closed by the server (recv sees EOF at once)
+        closed = 0
+        for s in idle:
+            s.settimeout(0.05)
+            with contextlib.suppress(TimeoutError, OSError):
+                if s.recv(1) == b"":
+                    closed += 1
+        assert closed >= 120 - 40, closed
+    finally:
+        for s in idle:
+            s.close()
+
+
+def test_at_the_cap_with_every_connection_busy_a_newcomer_gets_503(server: str) -> None:
+    port = port_of(server)
+    head, _ = request_bytes(port, length=100)
+    busy = []
+    try:
+        for _ in range(40):  # fill the cap with connections in the middle of a body (not evictable)
+            s = connect(port)
+            s.sendall(head + b"{")
+            busy.append(s)
+        time.sleep(0.3)
+        with connect(port) as s:
+            got, took = read_until_closed(s, 5)
+        status, _, rest = got.partition(b"\r\n")
+        assert status == b"HTTP/1.1 503 Service Unavailable", got[:200]
+        assert orjson.loads(rest.partition(b"\r\n\r\n")[2])["error"]["code"] == -32600
+        assert took < 1.0
+    finally:
+        for s in busy:
+            s.close()
+    # the busy ones time out and the server is usable again
+    time.sleep(BODY + 0.5)
+    assert post(server, body(8, "server/discover")).status_code == 200
+
+
+def _low_fd_limit() -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+
+
+def test_under_a_low_open_file_limit_many_idle_connections_do_not_lock_out_a_real_client() -> None:
+    """ulimit -n 256 and the default cap: the cap is lowered to fit, so 400 idle connections (with a
+    long idle timeout, so only the cap can help) still leave room for a real request."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 600:
+        pytest.skip(f"this test process needs 600 descriptors (ulimit -n {soft})")
+    with http_server("--idle-timeout", "60", preexec_fn=_low_fd_limit) as (url, proc):
+        port = port_of(url)
+        idle = []
+        try:
+            for _ in range(400):
+                idle.append(connect(port))
+            time.sleep(0.3)
+            for i in range(3):
+                r = post(url, body(i, "server/discover"))
+                assert r.status_code == 200, r.text
+        finally:
+            for s in idle:
+                s.close()
+        assert proc.poll() is None
