@@ -27,6 +27,7 @@ DEFAULT_HEADER_TIMEOUT = 10.0
 DEFAULT_BODY_TIMEOUT = 30.0
 DEFAULT_MAX_CONNECTIONS = 1000
 DEFAULT_TOOL_THREADS = 64
+DEFAULT_MAX_INFLIGHT = 32
 
 Transport = Literal["stdio", "http"]
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
@@ -41,7 +42,8 @@ class ServeConfig:
     `allowed_hosts`/`allowed_origins`: added to the Host/Origin policy ('*' host: no check).
     `instance_name`: sent as `X-Mcp-Instance` on every HTTP response (None: not sent).
     `idle_timeout`/`header_timeout`/`body_timeout` (seconds), `max_connections`: HTTP edge limits, per
-    process; `tool_threads`: threads running sync handlers, per process."""
+    process; `tool_threads`: threads running sync handlers, per process; `max_inflight`: stdio requests
+    running at once."""
 
     app: str
     transport: Transport = "http"
@@ -61,6 +63,7 @@ class ServeConfig:
     body_timeout: float = DEFAULT_BODY_TIMEOUT
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     tool_threads: int = DEFAULT_TOOL_THREADS
+    max_inflight: int = DEFAULT_MAX_INFLIGHT
 
     @property
     def processes(self) -> int:

@@ -22,6 +22,7 @@ from .config import (
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_BODY,
     DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_INFLIGHT,
     DEFAULT_TOOL_THREADS,
     LOG_LEVELS,
     ServeConfig,
@@ -91,6 +92,9 @@ def register(sub: Any) -> None:
     s.add_argument("--tool-threads", type=int, default=DEFAULT_TOOL_THREADS, metavar="N",
                    help=f"threads running sync handlers, per process (default {DEFAULT_TOOL_THREADS}); state "
                         "store I/O has its own")
+    s.add_argument("--max-inflight", type=int, default=DEFAULT_MAX_INFLIGHT, metavar="N",
+                   help=f"stdio: requests running at once (default {DEFAULT_MAX_INFLIGHT}); beyond it, and while "
+                        "more than 1 MiB of output waits for the client, stdin is not read")
     s.add_argument("--state", metavar="URL", default=None,
                    help="where handles and change events live: sqlite:///path.db (default: one file per app "
                         "under ~/.local/state/mcp-stateless), redis://host:6379/0 (several machines), memory:// "
@@ -124,6 +128,8 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str] = os.e
         raise CliError("--max-connections must be at least 1")
     if args.tool_threads < 1:
         raise CliError("--tool-threads must be at least 1")
+    if args.max_inflight < 1:
+        raise CliError("--max-inflight must be at least 1")
     common: dict[str, Any] = {
         "app": args.app,
         "path": args.path,
@@ -139,6 +145,7 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str] = os.e
         "body_timeout": args.body_timeout,
         "max_connections": args.max_connections,
         "tool_threads": args.tool_threads,
+        "max_inflight": args.max_inflight,
     }
     if args.stdio:
         return ServeConfig(transport="stdio", **common)
@@ -160,7 +167,8 @@ def serve(config: ServeConfig) -> int:
         from ..transports.stdio import protect_stdout, serve_stdio
 
         out_fd = protect_stdout()  # before the app is imported: its prints must not reach the stream
-        return serve_stdio(open_app(config), out_fd, tool_threads=config.tool_threads)
+        return serve_stdio(open_app(config), out_fd, tool_threads=config.tool_threads,
+                           max_inflight=config.max_inflight)
     app = open_app(config)  # fail fast on a bad APP, even with several workers
     _check_port_free(config.host, config.port)
     from ..transports import serve_http

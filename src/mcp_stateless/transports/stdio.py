@@ -9,6 +9,16 @@ The caller is authenticated once, before the first line is read, from the proces
 value of `MCP_STATELESS_AUTHORIZATION` (if set) is presented to the authenticator as the header
 ``authorization`` (e.g. ``Bearer <token>``). A refusal ends the process before any request is read:
 the launching client sees the process exit (status 1) and the reason on stderr.
+
+Flow control: what waits to be written is bounded. When more than `write_high_water` bytes wait for a
+client that does not read its stdout, stdin is not read either (the client's writes block, as on a
+socket) until the backlog drains, and at most `max_inflight` requests run at once (each may hold its
+result until it is written): memory stays about `write_high_water + max_inflight x result size`. When
+stdout is closed (the client went away), every request still running is cancelled, nothing more is read,
+and the process ends (status 0) instead of working for no one.
+
+A line longer than `max_line` (64 MiB) is answered with "Message too large" and skipped up to its
+newline; the line after it is read normally.
 """
 
 from __future__ import annotations
@@ -21,7 +31,7 @@ import os
 import stat
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -35,7 +45,55 @@ from ..protocol.principal import ANONYMOUS, Authenticator, Challenge, Credential
 log = logging.getLogger("mcp_stateless.stdio")
 
 MAX_LINE = 64 * 1024 * 1024
+DEFAULT_MAX_INFLIGHT = 32
+DEFAULT_WRITE_HIGH_WATER = 1024 * 1024
 AUTHORIZATION_ENV = "MCP_STATELESS_AUTHORIZATION"
+_CHUNK = 1 << 16
+
+
+async def read_lines(reader: asyncio.StreamReader, max_line: int) -> AsyncGenerator[bytes | None, None]:
+    """The lines (without their newline) of `reader`; None for a line longer than `max_line`, whose
+    bytes are dropped as they arrive (never buffered whole) up to and including its newline. A final
+    line without a newline counts too."""
+    buf = bytearray()
+    skipping = False
+    while chunk := await reader.read(_CHUNK):
+        start = 0
+        while (nl := chunk.find(b"\n", start)) != -1:
+            if skipping:
+                skipping = False
+            elif buf:
+                buf += chunk[start:nl]
+                line = bytes(buf)
+                buf.clear()
+                yield line if len(line) <= max_line else None
+            else:
+                yield chunk[start:nl] if nl - start <= max_line else None
+            start = nl + 1
+        if not skipping and start < len(chunk):
+            buf += chunk[start:]
+            if len(buf) > max_line:
+                buf.clear()
+                skipping = True
+                yield None  # answered now: the rest of this line is discarded as it comes
+    if buf and not skipping:
+        yield bytes(buf)
+
+
+class _StdoutProtocol(asyncio.Protocol):
+    """Tells the server when stdout's buffer is over its high-water mark, and when stdout is gone."""
+
+    def __init__(self, server: StdioServer) -> None:
+        self.server = server
+
+    def pause_writing(self) -> None:
+        self.server._writable.clear()
+
+    def resume_writing(self) -> None:
+        self.server._writable.set()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.server.stdout_gone()
 
 
 def credentials_from_env(environ: Mapping[str, str]) -> Credentials:
@@ -63,23 +121,52 @@ class StdioServer:
     credentials come from (this process's environment by default)."""
 
     def __init__(self, endpoint: Endpoint, *, authenticator: Authenticator | None = None,
-                 environ: Mapping[str, str] | None = None, drain_timeout: float = 1.0) -> None:
+                 environ: Mapping[str, str] | None = None, drain_timeout: float = 1.0,
+                 max_line: int = MAX_LINE, max_inflight: int = DEFAULT_MAX_INFLIGHT) -> None:
         self.endpoint = endpoint
         self.authenticator = authenticator_for(endpoint, authenticator)
         self.environ = environ if environ is not None else os.environ
         self.drain_timeout = drain_timeout
+        self.max_line = max_line
+        self.max_inflight = max_inflight
         self._out: asyncio.WriteTransport | None = None
         self._out_fd: int | None = None
         self._inflight: dict[Any, tuple[asyncio.Task[None], _LineOutbox | None]] = {}
+        self._requests = 0  # entries of _inflight that are requests (listen streams are not capped)
         self._call = Call(ANONYMOUS, "stdio")  # replaced by `authenticate()`, once per process
+        self._writable = asyncio.Event()  # stdout's backlog is under its high-water mark
+        self._writable.set()
+        self._room = asyncio.Event()  # fewer than max_inflight requests run
+        self._room.set()
+        self._gone = asyncio.Event()  # stdout is closed: stop
+
+    def attach_stdout(self, transport: asyncio.WriteTransport, high_water: int = DEFAULT_WRITE_HIGH_WATER) -> None:
+        transport.set_write_buffer_limits(high=high_water)
+        self._out = transport
+
+    def stdout_gone(self) -> None:
+        """The reader of stdout went away: nothing written can arrive, so stop all work."""
+        if self._gone.is_set():
+            return
+        log.warning("stdio: stdout was closed; cancelling %d request(s) and stopping", len(self._inflight))
+        self._gone.set()
+        self._out = None
+        self._out_fd = None
+        for task, outbox in list(self._inflight.values()):
+            if outbox is not None:
+                outbox.live = False
+            task.cancel()
 
     # -- output ---------------------------------------------------------------------
     def write(self, message: Any) -> None:
         line = encode_message(message) + b"\n"
-        if self._out is not None:
-            self._out.write(line)
-        elif self._out_fd is not None:
-            os.write(self._out_fd, line)
+        try:
+            if self._out is not None:
+                self._out.write(line)
+            elif self._out_fd is not None:
+                os.write(self._out_fd, line)
+        except (OSError, RuntimeError):  # a closed pipe: report once, stop
+            self.stdout_gone()
 
     # -- input ----------------------------------------------------------------------
     def handle_line(self, line: bytes) -> None:
@@ -107,16 +194,26 @@ class StdioServer:
         if decision.method == "subscriptions/listen":
             task = asyncio.get_running_loop().create_task(self._listen(decision))
             self._inflight[decision.id] = (task, None)
+            task.add_done_callback(functools.partial(self._forget, decision.id, False))
         else:
             outbox = _LineOutbox(self)
             task = asyncio.get_running_loop().create_task(self._request(decision, outbox))
             self._inflight[decision.id] = (task, outbox)
-        task.add_done_callback(functools.partial(self._forget, decision.id))
+            self._requests += 1
+            if self._requests >= self.max_inflight:
+                self._room.clear()
+            task.add_done_callback(functools.partial(self._forget, decision.id, True))
 
-    def _forget(self, rid: Any, task: asyncio.Task[None]) -> None:
+    def _forget(self, rid: Any, is_request: bool, task: asyncio.Task[None]) -> None:
         entry = self._inflight.get(rid)
         if entry is not None and entry[0] is task:  # not a later request that reused a cancelled id
             del self._inflight[rid]
+        if is_request:
+            self._requests -= 1
+            if self._requests < self.max_inflight:
+                self._room.set()
+        if not task.cancelled() and (failure := task.exception()) is not None:
+            log.error("stdio: request %r failed in the transport", rid, exc_info=failure)
 
     def _notification(self, note: Notification) -> None:
         if note.method != "notifications/cancelled":
@@ -165,19 +262,33 @@ class StdioServer:
             log.error("stdio: credentials refused (%d): %s", refusal.status, refusal.message)
             return False
         await self.endpoint.startup()
-        while True:
-            try:
-                line = await reader.readline()
-            except ValueError:  # a line longer than the limit: skip to the next newline
-                self.write(errors.error_response(None, McpError(errors.INVALID_REQUEST, "Message too large")))
-                with contextlib.suppress(Exception):
-                    await reader.readuntil(b"\n")
-                continue
-            if not line:
-                break
-            self.handle_line(line)
+        lines = read_lines(reader, self.max_line)
+        reading = asyncio.get_running_loop().create_task(self._read(lines))
+        gone = asyncio.get_running_loop().create_task(self._gone.wait())
+        try:
+            await asyncio.wait((reading, gone), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+            if not reading.done():
+                reading.cancel()
+                await asyncio.wait((reading,))
+            await lines.aclose()
+        if not reading.cancelled() and (failure := reading.exception()) is not None:
+            raise failure
         await self.shutdown()
         return True
+
+    async def _read(self, lines: AsyncIterator[bytes | None]) -> None:
+        async for line in lines:
+            if line is None:
+                self.write(errors.error_response(None, McpError(errors.INVALID_REQUEST, "Message too large")))
+            else:
+                self.handle_line(line)
+            # flow control: read on only when the output keeps up and there is room for another request
+            if not self._writable.is_set():
+                await self._writable.wait()
+            if not self._room.is_set():
+                await self._room.wait()
 
     async def shutdown(self) -> None:
         await self.endpoint.aclose()
@@ -221,12 +332,14 @@ def _feed_from_thread(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamRea
         loop.call_soon_threadsafe(reader.feed_eof)
 
 
-async def _amain(endpoint: Endpoint, out_fd: int, tool_threads: int, authenticator: Authenticator | None) -> bool:
+async def _amain(endpoint: Endpoint, out_fd: int, tool_threads: int, authenticator: Authenticator | None,
+                 max_inflight: int) -> bool:
     loop = asyncio.get_running_loop()
     # Sync tools run in the default executor: size it so that blocking calls do not queue behind each other.
     loop.set_default_executor(ThreadPoolExecutor(max_workers=tool_threads, thread_name_prefix="mcp-tool"))
-    server = StdioServer(endpoint, authenticator=authenticator)
-    reader = asyncio.StreamReader(limit=MAX_LINE)
+    server = StdioServer(endpoint, authenticator=authenticator, max_inflight=max_inflight)
+    # read() in chunks (lines are framed by read_lines): the limit only sets when the pipe is paused
+    reader = asyncio.StreamReader(limit=_CHUNK)
     in_fd = sys.stdin.fileno()
     if _is_stream(in_fd):
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
@@ -234,8 +347,9 @@ async def _amain(endpoint: Endpoint, out_fd: int, tool_threads: int, authenticat
         threading.Thread(target=_feed_from_thread, args=(loop, reader, in_fd), daemon=True,
                          name="mcp-stdin").start()
     if _is_stream(out_fd):
-        transport, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(out_fd, "wb", buffering=0))
-        server._out = transport
+        transport, _ = await loop.connect_write_pipe(lambda: _StdoutProtocol(server),
+                                                     os.fdopen(out_fd, "wb", buffering=0))
+        server.attach_stdout(transport)
     else:  # a regular file as stdout: plain blocking writes
         server._out_fd = out_fd
     served = await server.serve(reader)
@@ -253,7 +367,7 @@ def _new_loop() -> asyncio.AbstractEventLoop:
 
 
 def serve_stdio(endpoint: Endpoint, out_fd: int | None = None, *, tool_threads: int = 64,
-                authenticator: Authenticator | None = None) -> int:
+                authenticator: Authenticator | None = None, max_inflight: int = DEFAULT_MAX_INFLIGHT) -> int:
     """Serve `endpoint` on this process's stdin/stdout until stdin reaches EOF; the process is the server's.
     Returns the exit status: 0, or 1 when the environment's credentials were refused.
 
@@ -265,7 +379,7 @@ def serve_stdio(endpoint: Endpoint, out_fd: int | None = None, *, tool_threads: 
         out_fd = protect_stdout()
     loop = _new_loop()
     try:
-        served = loop.run_until_complete(_amain(endpoint, out_fd, tool_threads, authenticator))
+        served = loop.run_until_complete(_amain(endpoint, out_fd, tool_threads, authenticator, max_inflight))
     finally:
         rest = asyncio.all_tasks(loop)
         for t in rest:
