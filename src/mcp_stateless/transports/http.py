@@ -75,22 +75,53 @@ class _Wakeup:
             self._future = None
 
 
-class _Outbox:
-    """Collects request-scoped notifications and wakes the response writer."""
+# Notifications of one request waiting for a client that reads slower than the handler emits them.
+MAX_PENDING = 256
+_PROGRESS = "notifications/progress"
 
-    __slots__ = ("enabled", "pending", "wake")
+
+class _Outbox:
+    """Collects request-scoped notifications and wakes the response writer. Bounded: while the writer is
+    blocked on a slow client, a new progress notification replaces the one still waiting (only the
+    latest progress matters), and beyond `MAX_PENDING` waiting notifications further log messages are
+    dropped and counted; the client is told how many in one warning once it catches up."""
+
+    __slots__ = ("dropped", "enabled", "pending", "progress_at", "wake")
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
         self.pending: list[dict[str, Any]] = []
+        self.progress_at = -1  # index in `pending` of the progress notification not yet written
+        self.dropped = 0
         self.wake: _Wakeup | None = None
 
     def emit(self, message: dict[str, Any]) -> None:
         if not self.enabled:
             return
-        self.pending.append(message)
+        pending = self.pending
+        if message.get("method") == _PROGRESS:
+            if self.progress_at >= 0:
+                pending[self.progress_at] = message
+                return
+            self.progress_at = len(pending)
+        elif len(pending) >= MAX_PENDING:
+            self.dropped += 1
+            return
+        pending.append(message)
         if self.wake is not None:
             self.wake.set()
+
+    def take(self) -> list[dict[str, Any]]:
+        """Everything waiting, in order (plus the notice of dropped logs), and start afresh."""
+        out = self.pending
+        self.pending = []
+        self.progress_at = -1
+        if self.dropped:
+            out.append({"jsonrpc": "2.0", "method": "notifications/message", "params": {
+                "level": "warning", "logger": "mcp_stateless",
+                "data": f"{self.dropped} log messages dropped: the client read slower than they were sent"}})
+            self.dropped = 0
+        return out
 
 
 class _DisconnectWatch:
@@ -316,10 +347,9 @@ class HttpTransport:
                         streaming = True
                         started = True
                         await send({"type": "http.response.start", "status": 200, "headers": sse.HEADERS})
-                    frames = b"".join(sse.event(encode_message(m)) for m in outbox.pending)
-                    outbox.pending.clear()
+                    frames = b"".join(sse.event(encode_message(m)) for m in outbox.take())
                     await send({"type": "http.response.body", "body": frames, "more_body": True})
-                if task.done():
+                if task.done() and not outbox.pending:  # what arrived during the last send goes first
                     break
             reply = task.result()
             outbox.enabled = False
@@ -362,7 +392,7 @@ class HttpTransport:
         outbox.enabled = False
         data = encode_message(reply.message)
         if outbox.pending or not can_json:  # something emitted anyway, or the client takes SSE only
-            frames = b"".join(sse.event(encode_message(m)) for m in outbox.pending)
+            frames = b"".join(sse.event(encode_message(m)) for m in outbox.take())
             await send({"type": "http.response.start", "status": 200, "headers": sse.HEADERS})
             await send({"type": "http.response.body", "body": frames + sse.event(data)})
             return
