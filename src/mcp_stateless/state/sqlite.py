@@ -18,6 +18,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -47,8 +48,12 @@ BUS_RETENTION_S = 60.0
 
 
 class SqliteDatabase:
-    """One connection per process, used from worker threads under a lock. Opened on first use, so a
-    server that never needs state never creates the file."""
+    """One connection per process, used from its own thread. Opened on first use, so a server that never
+    needs state never creates the file.
+
+    The thread is this store's, not the loop's default executor: sync tools run there, and a store call
+    queued behind blocked tools would wait for them (one thread suffices: the connection is used under
+    a lock anyway)."""
 
     def __init__(self, path: str, *, busy_timeout_s: float = 5.0) -> None:
         self.path = path
@@ -56,6 +61,8 @@ class SqliteDatabase:
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self._pid = 0
+        self._executor: ThreadPoolExecutor | None = None
+        self._executor_pid = 0
 
     @property
     def connected(self) -> bool:
@@ -84,13 +91,20 @@ class SqliteDatabase:
                 raise StateUnavailable(f"sqlite {self.path}", str(e)) from None
 
     async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        return await asyncio.to_thread(self._call, fn)
+        executor = self._executor
+        if executor is None or self._executor_pid != os.getpid():  # first use, or in a forked child
+            executor = self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcp-sqlite")
+            self._executor_pid = os.getpid()
+        return await asyncio.get_running_loop().run_in_executor(executor, self._call, fn)
 
     def close(self) -> None:
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+            self._executor = None
 
 
 class SqliteRecords:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from mcp_stateless import App, Context
+from mcp_stateless import App, Context, Handle
 
 app = App("flood", "0.1.0")
 
@@ -54,3 +54,14 @@ def block(seconds: float) -> str:
     """Hold a worker thread."""
     time.sleep(seconds)
     return f"blocked {seconds}"
+
+
+class Note(Handle, prefix="note", ttl=600, noun="note", issued_by="begin_note"):
+    """A record in the state store (so a call needs store I/O)."""
+
+
+@app.tool()
+async def begin_note(ctx: Context) -> str:
+    """Mint a handle: one write to the state store."""
+    note = await Note.mint(ctx, {"text": ""})
+    return note.id
