@@ -121,7 +121,7 @@ async def test_a_client_that_does_not_read_gets_backpressure_not_a_growing_serve
 
 def test_a_closed_stdout_stops_the_server_quietly() -> None:
     """The client closes its end of our stdout and keeps writing requests: the server cancels its work,
-    exits promptly (status 0) and logs one line, not a traceback per request."""
+    exits promptly (status 0) and logs at most one line, not a traceback per request."""
     proc = subprocess.Popen([str(CLI), "serve", FLOOD, "--stdio"], cwd=ROOT, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -147,7 +147,8 @@ def test_a_closed_stdout_stops_the_server_quietly() -> None:
         assert code == 0, err
         assert took < 8, took
         assert "Traceback" not in err and "never retrieved" not in err, err[-3000:]
-        assert err.count("stdout was closed") == 1, err[-3000:]
+        assert err.count("stdout was closed") <= 1, err[-3000:]  # one warning if work was lost, else none
+        assert len(err.splitlines()) < 10, err[-3000:]
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -148,7 +148,9 @@ class StdioServer:
         """The reader of stdout went away: nothing written can arrive, so stop all work."""
         if self._gone.is_set():
             return
-        log.warning("stdio: stdout was closed; cancelling %d request(s) and stopping", len(self._inflight))
+        # A client that simply went away (nothing running) is a normal end; lost work is worth a warning.
+        log.log(logging.WARNING if self._inflight else logging.DEBUG,
+                "stdio: stdout was closed; cancelling %d request(s) and stopping", len(self._inflight))
         self._gone.set()
         self._out = None
         self._out_fd = None
