@@ -75,23 +75,26 @@ class _Wakeup:
             self._future = None
 
 
-# Notifications of one request waiting for a client that reads slower than the handler emits them.
+# Notifications of one request waiting for a client that reads slower than the handler emits them:
+# from COALESCE_AT on, a new progress replaces the latest waiting one; beyond MAX_PENDING, logs are dropped.
+COALESCE_AT = 32
 MAX_PENDING = 256
 _PROGRESS = "notifications/progress"
 
 
 class _Outbox:
-    """Collects request-scoped notifications and wakes the response writer. Bounded: while the writer is
-    blocked on a slow client, a new progress notification replaces the one still waiting (only the
-    latest progress matters), and beyond `MAX_PENDING` waiting notifications further log messages are
-    dropped and counted; the client is told how many in one warning once it catches up."""
+    """Collects request-scoped notifications and wakes the response writer. Bounded: once `COALESCE_AT`
+    notifications wait (the writer is blocked on a slow client), a new progress notification replaces
+    the latest one still waiting (only the latest progress matters; the values on the wire still
+    increase), and beyond `MAX_PENDING` further log messages are dropped and counted; the client is told
+    how many in one warning once it catches up. A client that keeps up sees every notification."""
 
     __slots__ = ("dropped", "enabled", "pending", "progress_at", "wake")
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
         self.pending: list[dict[str, Any]] = []
-        self.progress_at = -1  # index in `pending` of the progress notification not yet written
+        self.progress_at = -1  # index in `pending` of the latest progress notification not yet written
         self.dropped = 0
         self.wake: _Wakeup | None = None
 
@@ -100,7 +103,7 @@ class _Outbox:
             return
         pending = self.pending
         if message.get("method") == _PROGRESS:
-            if self.progress_at >= 0:
+            if self.progress_at >= 0 and len(pending) >= COALESCE_AT:
                 pending[self.progress_at] = message
                 return
             self.progress_at = len(pending)
