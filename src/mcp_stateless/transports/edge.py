@@ -50,11 +50,10 @@ class EdgeLimits:
     max_connections: int = 1000
 
 
-# Connection phases (ints: compared on every callback).
-_IDLE = 0  # no request bytes yet (fresh, or between keep-alive requests)
-_HEAD = 1  # request line / headers arriving
-_BODY = 2  # head complete, body arriving
-_APP = 3  # request complete, the application is answering
+# What a connection is waiting for (ints: compared on every read).
+_IDLE = 0  # nothing: no request in progress, or the application is answering one
+_HEAD = 1  # the rest of a request head
+_BODY = 2  # the rest of a request body
 
 
 def _refusal(status: int, reason: bytes, message: str) -> bytes:
@@ -64,7 +63,10 @@ def _refusal(status: int, reason: bytes, message: str) -> bytes:
 
 
 class GuardedHttpToolsProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol plus the limits above (see the module docstring)."""
+    """uvicorn's httptools protocol plus the limits above (see the module docstring).
+
+    perf: no parser callback is overridden; what the connection waits for is read off uvicorn's own
+    request cycle after each read, and the clock is read only when a request is still incomplete."""
 
     def __init__(self, config: Any, server_state: Any, app_state: dict[str, Any],
                  _loop: asyncio.AbstractEventLoop | None = None) -> None:
@@ -72,9 +74,16 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         limits: EdgeLimits = getattr(config, LIMITS_ATTR, None) or EdgeLimits()
         self._limits = limits
         self.timeout_keep_alive = limits.idle_timeout  # type: ignore[assignment]  # a float works
-        self._phase = _IDLE
-        self._since = 0.0  # when the current phase began (loop time)
+        self._armed = _IDLE  # what `_since` is the start of
+        self._since = 0.0  # loop time: when the connection began waiting for `_armed` (or connected)
         self._watchdog: asyncio.TimerHandle | None = None
+
+    def _waiting_for(self) -> int:
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete:
+            return _BODY if cycle.more_body and not cycle.disconnected else _IDLE
+        # Bytes after the last response (or the first bytes) that made no complete request: a head.
+        return _HEAD
 
     # -- connection -------------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -82,7 +91,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._since = self.loop.time()
         if len(self.connections) > self._limits.max_connections and not self._evict_one():
             log.debug("refusing a connection: %d connections open, every one busy with a request",
-                        len(self.connections) - 1)
+                      len(self.connections) - 1)
             transport.write(_refusal(503, b"Service Unavailable", "Too many connections; retry shortly"))
             transport.close()
             return
@@ -100,72 +109,64 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         """Close the connection that has waited longest without a complete request; False if none."""
         victim: GuardedHttpToolsProtocol | None = None
         for conn in self.connections:
-            if (conn is not self and isinstance(conn, GuardedHttpToolsProtocol) and conn._phase <= _HEAD
+            if (conn is not self and isinstance(conn, GuardedHttpToolsProtocol)
+                    and (conn.cycle is None or conn.cycle.response_complete)  # idle, or a head arriving
                     and not conn.pipeline and not conn.transport.is_closing()
                     and (victim is None or conn._since < victim._since)):
                 victim = conn
         if victim is None:
             return False
         log.debug("connection cap (%d) reached: closing the longest-waiting idle connection",
-                 self._limits.max_connections)
+                  self._limits.max_connections)
         victim.transport.close()
         self.connections.discard(victim)  # its connection_lost follows; it no longer counts
         return True
 
-    # -- parser callbacks -------------------------------------------------------------------------
-    def on_message_begin(self) -> None:
-        super().on_message_begin()
-        self._phase = _HEAD
-        self._since = self.loop.time()
-
-    def on_headers_complete(self) -> None:
-        super().on_headers_complete()
-        self._phase = _BODY
-        self._since = self.loop.time()
-
-    def on_message_complete(self) -> None:
-        super().on_message_complete()
-        self._phase = _APP
-        if self._watchdog is not None:
-            self._watchdog.cancel()
-            self._watchdog = None
-
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        if self._phase == _APP and not self.pipeline:
-            self._phase = _IDLE
-            self._since = self.loop.time()
-
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
-        if (self._phase == _HEAD or self._phase == _BODY) and self._watchdog is None:
+        waiting = self._waiting_for()
+        if waiting == self._armed:
+            return
+        self._armed = waiting
+        if waiting == _IDLE:  # the request is complete: its watchdog, if any, finds nothing to do
+            return
+        self._since = self.loop.time()
+        if self._watchdog is None:
             self._watchdog = self.loop.call_at(self._deadline(), self._expire)
+        # else: the armed watchdog fires at its old deadline and re-arms for this one
 
     # -- the watchdog -----------------------------------------------------------------------------
     def _deadline(self) -> float:
-        limit = self._limits.header_timeout if self._phase == _HEAD else self._limits.body_timeout
+        limit = self._limits.header_timeout if self._armed == _HEAD else self._limits.body_timeout
         return self._since + limit
 
     def _expire(self) -> None:
         self._watchdog = None
-        if self.transport.is_closing() or not (self._phase == _HEAD or self._phase == _BODY):
+        if self.transport.is_closing():
             return
-        now = self.loop.time()
+        waiting = self._waiting_for()
+        if waiting == _IDLE:  # the request completed: the next incomplete read arms afresh
+            self._armed = _IDLE
+            return
+        if waiting != self._armed:  # a later request or phase that no read has noted yet
+            self._armed = waiting
+            self._since = self.loop.time()
+            self._watchdog = self.loop.call_at(self._deadline(), self._expire)
+            return
         deadline = self._deadline()
-        if deadline > now:  # the head completed meanwhile: the body has its own budget
+        if deadline > self.loop.time():  # armed for an earlier request, or a later phase: not yet
             self._watchdog = self.loop.call_at(deadline, self._expire)
             return
         peer = f"{self.client[0]}:{self.client[1]}" if self.client else "a client"
-        if self._phase == _HEAD:
+        if waiting == _HEAD:
             log.debug("closing %s: request head not complete within %g s", peer, self._limits.header_timeout)
             self.transport.write(_refusal(408, b"Request Timeout",
                                           f"Request head not received within {self._limits.header_timeout:g} s"))
         else:
             log.debug("closing %s: request body not complete within %g s", peer, self._limits.body_timeout)
             cycle = self.cycle
-            if cycle is None or not cycle.response_started:
-                if cycle is not None:
-                    cycle.disconnected = True  # the app's receive() says http.disconnect; its sends are dropped
+            if not cycle.response_started:
+                cycle.disconnected = True  # the app's receive() says http.disconnect; its sends are dropped
                 self.transport.write(_refusal(
                     408, b"Request Timeout", f"Request body not received within {self._limits.body_timeout:g} s"))
         self.transport.close()
