@@ -242,7 +242,7 @@ class HttpTransport:
             return
         decision = envelope.classify(message, headers, self.endpoint.table, self.endpoint.supported_versions)
         if isinstance(decision, Rejection):
-            await _sendencode_message(send, decision.status, decision.body())
+            await _send_json(send, decision.status, decision.body())
             return
         if isinstance(decision, Notification):
             # Cancellation on HTTP is closing the stream; nothing else is defined for notifications.
@@ -429,7 +429,7 @@ async def _wait_disconnect(receive: Receive) -> None:
             return
 
 
-async def _sendencode_message(send: Send, status: int, body: Any) -> None:
+async def _send_json(send: Send, status: int, body: Any) -> None:
     if body is None:
         await send({"type": "http.response.start", "status": status, "headers": []})
         await send({"type": "http.response.body", "body": b""})
@@ -440,7 +440,7 @@ async def _sendencode_message(send: Send, status: int, body: Any) -> None:
 
 
 async def _error(send: Send, status: int, id_: Any, err: McpError) -> None:
-    await _sendencode_message(send, status, errors.error_response(id_, err))
+    await _send_json(send, status, errors.error_response(id_, err))
 
 
 async def _challenge(send: Send, refusal: Challenge) -> None:
