@@ -31,7 +31,7 @@ from ..tasks.model import EXTENSION_ID as TASKS_EXTENSION
 from ..tasks.runtime import TaskRuntime
 from .catalog import Catalog, ListKind
 from .context import Context
-from .dispatch import Dispatcher
+from .dispatch import Dispatcher, no_task_runtime
 from .handles import Handle
 from .listen import Listeners
 from .registry import DetachMode, Prompt, PromptArgument, TaskSupport, Tool, build_resource
@@ -274,6 +274,10 @@ class App:
 
         return deco
 
+    def remove_resource(self, uri_or_template: str) -> bool:
+        """Remove a resource (by URI) or a resource template (by its template string)."""
+        return self.catalog.remove_resource(uri_or_template)
+
     def completion(self, *, prompt: str | None = None, resource: str | None = None) -> Callable[[F], F]:
         """Register `fn(argument, value, context) -> list[str]` for a prompt's or a template's arguments."""
         if (prompt is None) == (resource is None):
@@ -330,6 +334,10 @@ class App:
     # ------------------------------------------------------------------ the Endpoint
     async def startup(self) -> None:
         """Start background work (the task lease sweeper). Transports call it; it is also started lazily."""
+        if self.tasks is None:
+            for tool in self.catalog.tools.values():
+                if tool.task == "required":
+                    raise RuntimeError(no_task_runtime(tool.name))
         self.listeners.closing = False
         if self.tasks is not None:
             self.tasks.ensure_started()
