@@ -33,7 +33,7 @@ from .catalog import Catalog, ListKind
 from .context import Context
 from .dispatch import Dispatcher, no_task_runtime
 from .handles import Handle
-from .listen import Listeners
+from .listen import DEFAULT_MAX_SUBSCRIPTIONS, Listeners
 from .registry import DetachMode, Prompt, PromptArgument, TaskSupport, Tool, build_resource
 from .rounds import Rounds
 from .taskcalls import AppToolHost
@@ -51,7 +51,8 @@ class App:
     ``ttl`` / ``cache`` set the cache hints of cacheable results: one `CacheHint` for every list, or a
     mapping from method (``"tools/list"``, ``"server/discover"``, …) to its hint. ``principal`` (a
     ``(headers) -> id`` function) or ``authenticator`` says who is calling; transports apply it unless
-    they are given their own.
+    they are given their own. ``listen_max_subscriptions`` caps the ``resourceSubscriptions`` (and the
+    ``taskIds``) of one listen stream; a larger filter is refused with -32602.
     """
 
     def __init__(
@@ -69,6 +70,7 @@ class App:
         authenticator: Authenticator | None = None,
         mrtr_ttl_s: float = 600.0,
         listen_keepalive_s: float = 15.0,
+        listen_max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS,
         supported_versions: tuple[str, ...] = MODERN_VERSIONS,
         tasks: TaskRuntime | None = None,
         state: StateBundle | None = None,
@@ -99,7 +101,7 @@ class App:
         self.supported_versions = supported_versions
         self.catalog = Catalog(self._changed)
         self.rounds = Rounds(key_ring, mrtr_ttl_s)
-        self.listeners = Listeners(self.catalog, listen_keepalive_s, event_bus)
+        self.listeners = Listeners(self.catalog, listen_keepalive_s, event_bus, listen_max_subscriptions)
         self._own_event_bus = event_bus is not None
         self._dispatch = Dispatcher(self)
         self._background: set[asyncio.Task[None]] = set()
