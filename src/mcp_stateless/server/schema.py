@@ -232,6 +232,9 @@ def output_binding(fn: Callable[..., Any], *, verbatim: Mapping[str, Any] | None
     return OutputBinding(schema, dump, None, kind == "wrapped")
 
 
+_ARBITRARY = pydantic.ConfigDict(arbitrary_types_allowed=True)
+
+
 def string_converters(fn: Callable[..., Any], injected: Mapping[str, type]) -> dict[str, Callable[[str], Any]]:
     """For the parameters that receive strings from the wire (prompt arguments, URI-template
     variables) but are annotated otherwise (`times: int`): a converter from the string, lax as pydantic
@@ -244,7 +247,11 @@ def string_converters(fn: Callable[..., Any], injected: Mapping[str, type]) -> d
         ann = hints.get(name, Any)
         if ann is Any or _unwrap_optional(ann) is str:
             continue
-        out[name] = _converter(name, pydantic.TypeAdapter(ann))
+        try:
+            adapter: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(ann)
+        except pydantic.PydanticSchemaGenerationError:  # a class pydantic does not know: an isinstance check
+            adapter = pydantic.TypeAdapter(ann, config=_ARBITRARY)
+        out[name] = _converter(name, adapter)
     return out
 
 
