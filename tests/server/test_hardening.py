@@ -58,6 +58,8 @@ def completion_app() -> App:
 
     @app.completion(prompt="greet")
     def names(argument: str, value: str, context: dict[str, str]) -> list[str]:
+        if value == "!":
+            raise ValueError("names have no punctuation")
         return [n for n in ("ada", "alan") if n.startswith(value)]
 
     return app
@@ -76,6 +78,8 @@ async def test_completion_with_a_non_string_value_is_invalid_params() -> None:
         assert r.error["message"] == "completion/complete context.arguments must be an object of strings"
         r = await d.call("completion/complete", {"ref": ref, "argument": {"name": "name", "value": "al"}})
         assert r.result["completion"] == {"values": ["alan"]}
+        r = await d.call("completion/complete", {"ref": ref, "argument": {"name": "name", "value": "!"}})
+        assert r.error == {"code": -32602, "message": "names have no punctuation"}
 
 
 # --------------------------------------------------------------------------- 15: URI template variables

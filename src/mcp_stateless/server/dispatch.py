@@ -253,9 +253,14 @@ class Dispatcher:
         total: int | None = None
         has_more = False
         if fn is not None:
-            got = fn(argument["name"], value, ctx_args or {})
-            if asyncio.iscoroutine(got):
-                got = await got
+            try:
+                got = fn(argument["name"], value, ctx_args or {})
+                if asyncio.iscoroutine(got):
+                    got = await got
+            except (McpError, asyncio.CancelledError):
+                raise
+            except (ToolError, ValueError) as e:  # as for prompts and resources: the request was wrong
+                raise McpError(errors.INVALID_PARAMS, str(e) or "Invalid completion request") from None
             values = [str(v) for v in got]
         if len(values) > 100:
             total, has_more, values = len(values), True, values[:100]
