@@ -18,7 +18,9 @@ from ..tasks.runtime import REQUIRED_CAPABILITY as TASKS_REQUIRED
 from ..tasks.runtime import declares_tasks
 from . import invoke, taskcalls
 from .context import InputRequired
-from .results import prompt_result, resource_contents
+from .registry import Converters
+from .results import ToolError, prompt_result, resource_contents
+from .schema import ArgumentError
 
 if TYPE_CHECKING:
     from .app import App
@@ -26,6 +28,18 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcp_stateless")
 
 MethodHandler = Callable[[Request, Call], Awaitable[dict[str, Any]]]
+
+
+def no_task_runtime(tool: str) -> str:
+    return (f"tool {tool!r} is registered with task='required' but the app has no task runtime: give "
+            "App(tasks=TaskRuntime()) or call app.enable_tasks() before serving")
+
+
+def _convert(converters: Converters, kwargs: dict[str, Any]) -> None:
+    """Strings from the wire to the declared parameter types (ArgumentError if one does not fit)."""
+    for name, convert in converters.items():
+        if name in kwargs:
+            kwargs[name] = convert(kwargs[name])
 
 
 class Dispatcher:
@@ -125,6 +139,10 @@ class Dispatcher:
         elif not isinstance(arguments, dict):
             raise errors.invalid_params("params.arguments must be an object")
         as_task = False
+        if tool.task != "forbidden" and app.tasks is None and tool.task == "required":
+            # served without startup() (which refuses this): never run a task-only tool synchronously
+            log.error("%s", no_task_runtime(tool.name))
+            raise McpError(errors.INTERNAL_ERROR, no_task_runtime(tool.name))
         if tool.task != "forbidden" and app.tasks is not None:
             as_task = declares_tasks(req.capabilities)
             if not as_task and tool.task == "required":
@@ -154,11 +172,23 @@ class Dispatcher:
         ctx, sctx = app.rounds.open(req, call, app.handle_store)
         known = {a.name for a in prompt.arguments}
         kwargs = {k: v for k, v in args.items() if k in known}
+        data = {"name": prompt.name}
+        try:
+            _convert(prompt.convert, kwargs)
+        except ArgumentError as e:
+            raise McpError(errors.INVALID_PARAMS, f"Invalid arguments for prompt {prompt.name}: {e}", data) from None
         invoke.inject(prompt.injected, ctx, kwargs)
         try:
             value = await invoke.call_handler(prompt.fn, prompt.is_async, kwargs)
+        except (McpError, asyncio.CancelledError):
+            raise
         except InputRequired as exc:
             return app.rounds.input_required(ctx, sctx, exc)
+        except LookupError as e:
+            raise McpError(errors.INVALID_PARAMS, f"Prompt {prompt.name}: not found: {e}", data) from None
+        except (ToolError, ValueError) as e:
+            raise McpError(errors.INVALID_PARAMS, str(e) or f"Invalid arguments for prompt {prompt.name}",
+                           data) from None
         return prompt_result(value, prompt.description)
 
     async def resources_read(self, req: Request, call: Call) -> dict[str, Any]:
@@ -167,21 +197,30 @@ class Dispatcher:
         if not isinstance(uri, str):
             raise errors.invalid_params("resources/read needs params.uri")
         found = app.catalog.find_resource(uri)
+        data = {"uri": uri}
         if found is None:
-            raise McpError(errors.INVALID_PARAMS, "Resource not found", {"uri": uri})
+            raise McpError(errors.INVALID_PARAMS, "Resource not found", data)
         res, variables = found
-        ctx, sctx = app.rounds.open(req, call, app.handle_store)
         kwargs: dict[str, Any] = dict(variables)
+        try:
+            _convert(res.convert, kwargs)
+        except ArgumentError as e:
+            raise McpError(errors.INVALID_PARAMS, f"Invalid resource URI: {e}", data) from None
+        ctx, sctx = app.rounds.open(req, call, app.handle_store)
         invoke.inject(res.injected, ctx, kwargs)
         try:
             value = await invoke.call_handler(res.fn, res.is_async, kwargs)
+        except (McpError, asyncio.CancelledError):
+            raise
         except InputRequired as exc:
             return app.rounds.input_required(ctx, sctx, exc)
-        except LookupError:
-            raise McpError(errors.INVALID_PARAMS, "Resource not found", {"uri": uri}) from None
+        except (LookupError, FileNotFoundError):
+            raise McpError(errors.INVALID_PARAMS, "Resource not found", data) from None
+        except (ToolError, ValueError) as e:
+            raise McpError(errors.INVALID_PARAMS, str(e) or "Invalid resource request", data) from None
         contents = resource_contents(res, uri, value)
         if not contents:
-            raise McpError(errors.INVALID_PARAMS, "Resource not found", {"uri": uri})
+            raise McpError(errors.INVALID_PARAMS, "Resource not found", data)
         result: dict[str, Any] = {"contents": contents}
         if res.cache is not None:
             result["ttlMs"] = res.cache.ttl_ms
@@ -198,6 +237,14 @@ class Dispatcher:
         target = ref.get("name") if rtype == "ref/prompt" else ref.get("uri")
         if rtype not in ("ref/prompt", "ref/resource") or not isinstance(target, str):
             raise errors.invalid_params("ref must be ref/prompt with name or ref/resource with uri")
+        value = argument.get("value", "")
+        if not isinstance(value, str):
+            raise errors.invalid_params("completion/complete needs argument.value (a string)")
+        context = params.get("context") or {}
+        ctx_args = context.get("arguments") if isinstance(context, dict) else None
+        if ctx_args is not None and (not isinstance(ctx_args, dict) or not all(
+                isinstance(v, str) for v in ctx_args.values())):
+            raise errors.invalid_params("completion/complete context.arguments must be an object of strings")
         catalog = self.app.catalog
         if rtype == "ref/prompt" and target not in catalog.prompts:
             raise McpError(errors.INVALID_PARAMS, f"Unknown prompt: {target}")
@@ -206,11 +253,14 @@ class Dispatcher:
         total: int | None = None
         has_more = False
         if fn is not None:
-            context = params.get("context") or {}
-            ctx_args = context.get("arguments") if isinstance(context, dict) else None
-            got = fn(argument["name"], argument.get("value", ""), ctx_args or {})
-            if asyncio.iscoroutine(got):
-                got = await got
+            try:
+                got = fn(argument["name"], value, ctx_args or {})
+                if asyncio.iscoroutine(got):
+                    got = await got
+            except (McpError, asyncio.CancelledError):
+                raise
+            except (ToolError, ValueError) as e:  # as for prompts and resources: the request was wrong
+                raise McpError(errors.INVALID_PARAMS, str(e) or "Invalid completion request") from None
             values = [str(v) for v in got]
         if len(values) > 100:
             total, has_more, values = len(values), True, values[:100]
