@@ -72,7 +72,8 @@ def _print_traceback(e: Exception) -> None:
     # Skip the loader's and importlib's frames so the trace starts in the user's module.
     while tb is not None and not _is_user_frame(tb.tb_frame.f_code.co_filename):
         tb = tb.tb_next
-    sys.stderr.write("".join(traceback.format_exception(type(e), e, tb)))
+    if tb is not None:  # no frame of theirs (e.g. a factory called with the wrong arguments): the line says it all
+        sys.stderr.write("".join(traceback.format_exception(type(e), e, tb)))
 
 
 def _is_user_frame(filename: str) -> bool:
