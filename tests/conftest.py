@@ -15,6 +15,7 @@ import pytest
 import uvicorn
 
 from mcp_stateless import App, HttpTransport
+from services import RedisServer
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -96,3 +97,12 @@ def conformance_app() -> App:
         sys.path.remove(str(ROOT / "examples"))
     app: App = conformance_server.app
     return app
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """The one real redis-server of the test session (a free port, never the machine's 6379); each test
+    takes its own key prefix with `isolated_url()`."""
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield server
+    server.stop()

@@ -62,7 +62,8 @@ def http_server(argv: Sequence[str], what: str, path: str = "/mcp", **popen: obj
 
 
 class RedisServer:
-    """A real redis-server subprocess without persistence; stop()/start() keep the same port."""
+    """A real redis-server subprocess without persistence; stop()/start() keep the same port.
+    `isolated_url()` gives each test its own key prefix on the one shared server."""
 
     def __init__(self, workdir: Path) -> None:
         exe = shutil.which("redis-server") or "/usr/bin/redis-server"
@@ -73,6 +74,11 @@ class RedisServer:
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
         self.url = f"redis://127.0.0.1:{self.port}/0"
+        self._prefixes = 0
+
+    def isolated_url(self, query: str = "") -> str:
+        self._prefixes += 1
+        return f"{self.url}?prefix=t{self._prefixes}:" + (f"&{query}" if query else "")
 
     def start(self) -> RedisServer:
         self.proc = subprocess.Popen(

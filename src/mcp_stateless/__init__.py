@@ -18,11 +18,11 @@ if _typing.TYPE_CHECKING:
     from .server import content
     from .server.app import App
     from .server.context import Context, ElicitResult, InputRequest, elicitation, roots, sampling, url_elicitation
-    from .server.events import ChangeEvent, EventBus, MemoryEventBus
     from .server.handles import Handle, HandleEnded, HandleError, HandleExpired, HandleUnknown
     from .server.registry import PromptArgument
     from .server.results import ToolError, ToolResult, assistant, user
     from .state import StateBundle, StateUnavailable, open_state
+    from .state.events import ChangeEvent, EventBus, MemoryEventBus
     from .tasks.runtime import TaskRuntime
     from .transports.http import HttpTransport
     from .transports.stdio import serve_stdio
@@ -47,9 +47,9 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "roots": (".server.context", "roots"),
     "sampling": (".server.context", "sampling"),
     "url_elicitation": (".server.context", "url_elicitation"),
-    "ChangeEvent": (".server.events", "ChangeEvent"),
-    "EventBus": (".server.events", "EventBus"),
-    "MemoryEventBus": (".server.events", "MemoryEventBus"),
+    "ChangeEvent": (".state.events", "ChangeEvent"),
+    "EventBus": (".state.events", "EventBus"),
+    "MemoryEventBus": (".state.events", "MemoryEventBus"),
     "Handle": (".server.handles", "Handle"),
     "HandleEnded": (".server.handles", "HandleEnded"),
     "HandleError": (".server.handles", "HandleError"),

@@ -12,20 +12,10 @@ from typing import Any
 import orjson
 import pytest
 
-from mcp_stateless.client import ERA_CACHE
 from services import http_server
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "mcp_stateless.cli"]
-
-
-
-
-@pytest.fixture(autouse=True)
-def _fresh_era_cache() -> Iterator[None]:
-    ERA_CACHE.clear()
-    yield
-    ERA_CACHE.clear()
 
 
 @pytest.fixture(scope="module")

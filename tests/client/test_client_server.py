@@ -76,7 +76,7 @@ async def test_progress_notifications_reach_the_callback(make: Any) -> None:
 async def test_listen_ack_event_and_cache_invalidation(make: Any) -> None:
     async with make() as c:
         before = {t["name"] for t in await c.list_tools()}
-        assert c._cached("tools/list", "") is not None  # cached per ttlMs
+        assert c.cache.get("tools/list", "") is not None  # cached per ttlMs
         async with c.listen(tools=True, prompts=True) as sub:
             first = await sub.__anext__()
             assert isinstance(first, Acknowledged)
@@ -84,7 +84,7 @@ async def test_listen_ack_event_and_cache_invalidation(make: Any) -> None:
             await c.call_tool("test_trigger_tool_change", {})
             ev = await sub.__anext__()
             assert isinstance(ev, ToolsListChanged)
-        assert c._cached("tools/list", "") is None  # invalidated by the change notification
+        assert c.cache.get("tools/list", "") is None  # invalidated by the change notification
         after = {t["name"] for t in await c.list_tools()}
         assert before ^ after == {"test_dynamic_tool"}
         await c.call_tool("test_trigger_tool_change", {})  # restore

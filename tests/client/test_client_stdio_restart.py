@@ -31,7 +31,7 @@ async def test_crash_restart_and_reissue_when_safe(tmp_path: Path) -> None:
         new_pid = int(text(await c.call_tool("pid", {})))
         assert new_pid != first_pid
         assert text(r) == f"answered by {new_pid} after {first_pid} crashed"  # the re-issued request, new server
-        assert c.channel.restarts == 1 and c.channel.generation == 2
+        assert c.channel.restarts == 1
 
 
 async def test_crash_not_reissued_unless_safe_then_restarts(tmp_path: Path) -> None:

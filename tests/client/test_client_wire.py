@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from mcp_stateless import Client
-from mcp_stateless.client import InvalidResult, StreamBroken, TooManyRounds
+from mcp_stateless.client import EraCache, InvalidResult, StreamBroken, TooManyRounds
 
 from .conftest import err, ok
 
@@ -207,3 +207,19 @@ async def test_http_error_with_null_id_is_the_requests_error(scripted: Any) -> N
             await c.request("tools/list", {})
     assert e.value.code == -32000 and e.value.message == "Bad Request: Server not initialized"
     assert [m["method"] for m, _ in s.requests] == ["tools/list"]
+
+
+async def test_an_era_cache_shared_between_clients_probes_each_server_once(scripted: Any) -> None:
+    def handler(msg: dict[str, Any], h: dict[str, str]) -> Any:
+        return ok(msg["id"], {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {}})
+
+    s = await scripted(handler)
+    eras = EraCache()
+    for _ in range(2):
+        async with Client(s.url, era_cache=eras) as c:
+            assert c.era == "modern"
+    assert eras.get(c.channel.key) == ("modern", "2026-07-28")
+    assert [m["method"] for m, _ in s.requests] == ["server/discover"]
+    async with Client(s.url) as c:  # a client of its own has a cache of its own
+        assert c.era == "modern"
+    assert [m["method"] for m, _ in s.requests] == ["server/discover", "server/discover"]

@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 
 from mcp_stateless import Client
-from mcp_stateless.client import ERA_CACHE, Acknowledged, ToolsListChanged
+from mcp_stateless.client import Acknowledged, EraCache, ToolsListChanged
+from mcp_stateless.client.channels import StdioChannel
+from mcp_stateless.client.legacy import LegacySession
 from services import http_server, need
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,9 +60,8 @@ def transport(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def make_client(transport: str, http_url: str, host: Host) -> Client:
-    ERA_CACHE.clear()
-    kw: dict[str, Any] = {"elicitation": host.elicit, "sampling": host.sample}
+def make_client(transport: str, http_url: str, host: Host, era_cache: EraCache | None = None) -> Client:
+    kw: dict[str, Any] = {"elicitation": host.elicit, "sampling": host.sample, "era_cache": era_cache}
     if transport == "http":
         return Client(http_url, **kw)
     return Client(stdio=[str(NODE), str(SERVER), "stdio"], **kw)
@@ -68,15 +69,17 @@ def make_client(transport: str, http_url: str, host: Host) -> Client:
 
 async def test_auto_falls_back_and_calls(transport: str, http_url: str) -> None:
     host = Host()
-    async with make_client(transport, http_url, host) as c:
+    eras = EraCache()
+    async with make_client(transport, http_url, host, eras) as c:
         d = await c.discover()
         assert c.era == "legacy" and c.version == "2025-11-25"
-        assert c.legacy.transport == ("streamable-http" if transport == "http" else "stdio")
+        assert isinstance(c.session, LegacySession)
+        assert c.session.transport == ("streamable-http" if transport == "http" else "stdio")
         if transport == "http":
-            assert c.legacy.session_id
+            assert c.session.session_id
         assert d["supportedVersions"] == ["2025-11-25"]
         assert c.server_info == {"name": "ts-legacy-interop", "version": "1.32.2"}
-        assert ERA_CACHE[c.channel.key] == ("legacy", "2025-11-25")
+        assert eras.get(c.channel.key) == ("legacy", "2025-11-25")
         assert [t["name"] for t in await c.list_tools()] == TOOLS
         r = await c.call_tool("echo", {"text": "héllo ✓"})
         assert r["content"] == [{"type": "text", "text": "héllo ✓"}] and not r.get("isError")
@@ -113,13 +116,14 @@ async def test_stdio_legacy_server_restarted_and_initialised_again(tmp_path: Pat
     marker = tmp_path / "crashed"
     async with make_client("stdio", "", Host()) as c:
         assert c.era == "legacy"
+        assert isinstance(c.session, LegacySession) and isinstance(c.channel, StdioChannel)
         first_pid = c.channel.proc.pid if c.channel.proc else None
-        first_init = c.legacy._init_result
+        assert c.session.handshakes == 1
         r = await c.call_tool("crash_once", {"marker": str(marker)}, safe=True)
         assert int(marker.read_text()) == first_pid
         assert c.channel.proc is not None and c.channel.proc.pid != first_pid
         assert r["content"] == [{"type": "text", "text": f"answered by {c.channel.proc.pid} after {first_pid} crashed"}]
-        assert c.channel.restarts == 1 and c.legacy._initialised
-        assert c.legacy._init_result is not first_init  # initialize ran again on the new process
+        assert c.channel.restarts == 1 and c.session._initialised
+        assert c.session.handshakes == 2  # initialize ran again on the new process
         r = await c.call_tool("echo", {"text": "still here"})
         assert r["content"] == [{"type": "text", "text": "still here"}]

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from mcp_stateless import Client
-from mcp_stateless.client import ERA_CACHE, Acknowledged, ToolsListChanged
+from mcp_stateless.client import Acknowledged, ToolsListChanged
 from services import http_server, need
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +31,6 @@ def http_url() -> Iterator[str]:
 
 @pytest.fixture(params=["http", "stdio"])
 def client(request: pytest.FixtureRequest, http_url: str) -> Client:
-    ERA_CACHE.clear()
     kw: dict[str, Any] = {"elicitation": lambda p: {"action": "accept", "content": {"name": "Ada"}}}
     if request.param == "http":
         return Client(http_url, **kw)

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from mcp_stateless import Client
-from mcp_stateless.client import ERA_CACHE, Acknowledged, ToolsListChanged
+from mcp_stateless.client import Acknowledged, ToolsListChanged
+from mcp_stateless.client.legacy import LegacySession
 from services import http_server, need
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,7 +63,6 @@ def era(request: pytest.FixtureRequest) -> str:
 
 
 def make_client(transport: str, era: str, http_url: str, asked: Asked) -> Client:
-    ERA_CACHE.clear()
     version = "auto" if era == "modern" else "2025-11-25"
     if transport == "http":
         return Client(http_url, version=version, elicitation=asked)
@@ -77,10 +77,10 @@ async def test_discover_list_call_mrtr(transport: str, era: str, http_url: str) 
         if era == "modern":
             assert c.version == "2026-07-28" and d["supportedVersions"] == ["2026-07-28"]
         else:
-            assert c.version == "2025-11-25" and c.legacy.transport == ("streamable-http" if transport == "http"
-                                                                         else "stdio")
+            assert c.version == "2025-11-25" and isinstance(c.session, LegacySession)
+            assert c.session.transport == ("streamable-http" if transport == "http" else "stdio")
             if transport == "http":
-                assert c.legacy.session_id  # the sessionful 2025 wiring handed out an Mcp-Session-Id
+                assert c.session.session_id  # the sessionful 2025 wiring handed out an Mcp-Session-Id
         assert c.server_info == {"name": "ts-interop", "version": "2.4.0"}
         assert d["capabilities"]["tools"] == {"listChanged": True}
         assert [t["name"] for t in await c.list_tools()] == TOOLS
@@ -136,10 +136,9 @@ def stateless_url() -> Iterator[str]:
 async def test_default_stateless_legacy_fallback(stateless_url: str) -> None:
     """createMcpHandler's default 2025 serving: a fresh instance per request, no session, GET 405. Calls work;
     the server cannot send requests (its shim says so in an isError result) and listen honours nothing."""
-    ERA_CACHE.clear()
     asked = Asked()
     async with Client(stateless_url, version="2025-11-25", elicitation=asked) as c:
-        assert c.era == "legacy" and c.legacy.session_id is None
+        assert isinstance(c.session, LegacySession) and c.session.session_id is None
         assert [t["name"] for t in await c.list_tools()] == TOOLS
         r = await c.call_tool("add", {"a": 2, "b": 3})
         assert r["content"] == [{"type": "text", "text": "5"}]
@@ -149,7 +148,6 @@ async def test_default_stateless_legacy_fallback(stateless_url: str) -> None:
         async with c.listen(tools=True) as sub:
             ack = await asyncio.wait_for(anext(aiter(sub)), 10)
             assert isinstance(ack, Acknowledged) and ack.honoured == {} and ack.dropped == {"toolsListChanged": True}
-    ERA_CACHE.clear()
     async with Client(stateless_url, elicitation=asked) as c:  # auto on the same endpoint: the modern path
         assert c.era == "modern"
         assert (await c.call_tool("greet", {}))["content"] == [{"type": "text", "text": "Hello, Ada!"}]

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from mcp_stateless.server.events import ChangeEvent
 from mcp_stateless.state import HandleRecord, StateBundle, open_state
+from mcp_stateless.state.events import ChangeEvent, Subscription
 
 
 def record(key: str = "k1", *, ttl: float = 60.0, data: dict | None = None, principal: str = "alice") -> HandleRecord:
@@ -168,10 +168,8 @@ async def test_a_record_survives_reopening_the_store(shared_state_url: str) -> N
 
 
 # ----------------------------------------------------------------------------- events
-async def _ready(sub: object) -> None:
-    ready = getattr(sub, "ready", None)
-    if ready is not None:
-        await ready()
+async def _ready(sub: Subscription) -> None:
+    await sub.ready()  # every subscription has it (a no-op in memory)
 
 
 async def test_an_event_reaches_a_subscriber_of_the_same_bundle(bundle: StateBundle) -> None:
@@ -204,12 +202,15 @@ async def test_an_event_reaches_every_subscriber_of_every_instance(shared_state_
 async def test_a_closed_subscription_gets_nothing_more(bundle: StateBundle) -> None:
     sub = bundle.events.subscribe()
     await _ready(sub)
+    await bundle.events.publish(ChangeEvent("resources"))
     sub.close()
     await bundle.events.publish(ChangeEvent("tools"))
     other = bundle.events.subscribe()
     await _ready(other)
     await bundle.events.publish(ChangeEvent("prompts"))
     assert await other.get(2.0) == ChangeEvent("prompts")
+    assert await other.get(0.3) is None
+    assert await sub.get(0.3) is None  # neither the unread event from before close nor anything after
     other.close()
 
 

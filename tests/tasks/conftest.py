@@ -1,38 +1,29 @@
-"""Task stores to run the contract over: memory, SQLite (a file per test), and a real redis-server."""
+"""Task stores to run the contract over: one per state engine (memory, SQLite in a file per test, and the
+session's real redis-server), each the typed store of a bundle."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from mcp_stateless.tasks.store import MemoryTaskStore, RedisTaskStore, SqliteTaskStore, TaskStore
+from mcp_stateless.state import open_state
+from mcp_stateless.tasks.store import TaskStore
 from services import RedisServer
-
-
-@pytest.fixture(scope="session")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
-    try:
-        yield server.url
-    finally:
-        server.stop()
 
 
 @pytest.fixture(params=["memory", "sqlite", "redis"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[TaskStore]:
-    kind = request.param
-    s: TaskStore
-    if kind == "memory":
-        s = MemoryTaskStore()
-    elif kind == "sqlite":
-        s = SqliteTaskStore(tmp_path / "tasks.db")
+    if request.param == "memory":
+        url = "memory://"
+    elif request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'tasks.db'}"
     else:
-        url = request.getfixturevalue("redis_url")
-        s = RedisTaskStore(url, prefix=f"t{time.monotonic_ns()}:")
+        server: RedisServer = request.getfixturevalue("redis_server")
+        url = server.isolated_url()
+    bundle = open_state(url)
     try:
-        yield s
+        yield bundle.typed_store(TaskStore)
     finally:
-        await s.close()
+        await bundle.aclose()

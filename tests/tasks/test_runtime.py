@@ -242,7 +242,7 @@ async def test_lapsed_lease_re_runs_a_retry_safe_task_and_fails_the_others(tmp_p
         assert "stopped before it finished" in r["error"]["message"]
     finally:
         await app.aclose()
-        await store.close()
+        await store.aclose()
 
 
 async def test_task_survives_a_restart_of_the_instance(tmp_path: Path) -> None:
@@ -252,7 +252,7 @@ async def test_task_survives_a_restart_of_the_instance(tmp_path: Path) -> None:
     await poll(app1, tid, {"input_required"})
     await app1.aclose()
     assert app1.tasks is not None
-    await app1.tasks.store.close()
+    await app1.tasks.store.aclose()
 
     app2, _ = make_app(SqliteTaskStore(path))  # a new process on the same machine
     for key, ok in (("sure", True), ("really", True)):
@@ -309,5 +309,5 @@ async def test_redis_outage_is_a_clear_error_not_a_hang_and_recovers(tmp_path: P
         assert created["result"]["resultType"] == "task"
     finally:
         await app.aclose()
-        await store.close()
+        await store.aclose()
         redis.stop()

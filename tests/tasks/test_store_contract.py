@@ -1,4 +1,4 @@
-"""One contract every TaskStore engine passes (memory, SQLite, Redis)."""
+"""One contract the task store passes on every state engine (memory, SQLite, Redis)."""
 
 from __future__ import annotations
 
@@ -46,7 +46,8 @@ async def test_mutator_returning_false_writes_nothing(store: TaskStore) -> None:
     rec = record()
     await store.create(rec)
     same = await store.update(rec.task_id, lambda r: False)
-    assert same is not None and same.version == 0
+    assert same is not None and same.written is False and same.after.version == 0
+    assert same.before.to_dict() == same.after.to_dict() == rec.to_dict()
 
 
 async def test_record_expires_after_its_ttl(store: TaskStore) -> None:

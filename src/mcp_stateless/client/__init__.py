@@ -1,42 +1,60 @@
-"""The MCP client: `Client` (async) and `SyncClient`, over Streamable HTTP or stdio, modern or legacy era."""
+"""The MCP client: `Client` (async) and `SyncClient`, over Streamable HTTP, stdio or in memory, modern or legacy era."""
 
-from .channels import ChannelError, HttpStatusError, ServerLost
-from .core import ERA_CACHE, Client, Subscription
+from .auth import Auth, BearerToken, HttpRequest
+from .channels import Channel
+from .core import Client, Subscription
+from .era import EraCache
+from .errors import (
+    AuthenticationError,
+    ChannelError,
+    ClientError,
+    HttpStatusError,
+    InvalidResult,
+    ServerLost,
+    StreamBroken,
+    TaskCancelled,
+    TooManyRounds,
+    UnsupportedServer,
+)
 from .events import (
     Acknowledged,
-    ClientError,
-    InvalidResult,
     ListenEnded,
     ListenEvent,
     OtherNotification,
     PromptsListChanged,
     ResourcesListChanged,
     ResourceUpdated,
-    StreamBroken,
     ToolsListChanged,
-    TooManyRounds,
-    UnsupportedServer,
 )
 from .handlers import Handlers
+from .memory import MemoryChannel
+from .session import Session
 from .sync import SyncClient
-from .tasks import TaskCancelled, TaskHandle
+from .tasks import TaskHandle
 
 __all__ = [
-    "ERA_CACHE",
     "Acknowledged",
+    "Auth",
+    "AuthenticationError",
+    "BearerToken",
+    "Channel",
     "ChannelError",
     "Client",
     "ClientError",
+    "EraCache",
     "Handlers",
+    "HttpRequest",
     "HttpStatusError",
     "InvalidResult",
     "ListenEnded",
     "ListenEvent",
+    "MemoryChannel",
     "OtherNotification",
     "PromptsListChanged",
     "ResourceUpdated",
     "ResourcesListChanged",
     "ServerLost",
+    "Session",
     "StreamBroken",
     "Subscription",
     "SyncClient",

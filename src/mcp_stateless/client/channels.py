@@ -14,63 +14,81 @@ import logging
 import os
 import shlex
 import signal
-import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
-from .events import StreamBroken
+from ..protocol import jsonrpc
+from ..protocol.meta import META_PROGRESS_TOKEN, META_SUBSCRIPTION_ID
+from ..protocol.sse import decode_messages, iter_messages
+from .auth import Auth, HttpRequest, send
+from .errors import AuthenticationError, ChannelError, HttpStatusError, ServerLost, StreamBroken
 from .http11 import ConnectionLost, Endpoint, HttpError, Pool, Response
-from .sse import SSEParser
 
 log = logging.getLogger("mcp_stateless.client")
 
 Message = dict[str, Any]
 Unsolicited = Callable[[Message], None]
+Restarted = Callable[[], None]
 
 
-class ChannelError(Exception):
-    """The channel could not deliver the request or lost it (base class)."""
+class Exchange(Protocol):
+    """Messages of one request; iterate, then (or instead) `aclose()`. `status`, `headers` and `session_id`
+    describe the HTTP response (200 / empty / None off HTTP)."""
+
+    @property
+    def status(self) -> int: ...
+
+    @property
+    def session_id(self) -> str | None: ...
+
+    def __aiter__(self) -> AsyncIterator[Message]: ...
+
+    async def aclose(self) -> None: ...
 
 
-class HttpStatusError(ChannelError):
-    """An HTTP response that carries no JSON-RPC message (e.g. 404 text, 405, 5xx)."""
+class Channel(Protocol):
+    """How a session reaches its server: Streamable HTTP, a stdio subprocess, an in-memory endpoint.
 
-    def __init__(self, status: int, body: bytes, headers: Mapping[str, str]) -> None:
-        snippet = body[:200].decode("utf-8", "replace")
-        super().__init__(f"HTTP {status}" + (f": {snippet}" if snippet else ""))
-        self.status = status
-        self.body = body
-        self.headers = dict(headers)
+    `headers` given to `exchange`/`send` are the HTTP headers mirroring the body; channels without HTTP
+    ignore them, and say so with `mirrors_headers = False` (then nothing depends on `x-mcp-header`).
+    """
 
+    @property
+    def kind(self) -> str: ...
 
-class ServerLost(ChannelError):
-    """The stdio server exited (or the stream broke) while the request was in flight."""
+    @property
+    def key(self) -> str:
+        """What identifies the server (e.g. for an era cache): endpoint URL, command line, object."""
+        ...
 
+    @property
+    def mirrors_headers(self) -> bool: ...
 
-def _is_response(m: Message) -> bool:
-    return "id" in m and ("result" in m or "error" in m) and "method" not in m
+    async def start(self) -> None:
+        """Make the server reachable (spawn / restart a process); idempotent."""
+        ...
 
+    def watch(self, on_unsolicited: Unsolicited | None, on_restart: Restarted | None) -> None:
+        """Where messages that belong to no exchange go, and whom to tell when the server was restarted."""
+        ...
 
-class Exchange:
-    """Messages of one request; iterate, then (or instead) `aclose()`."""
+    async def exchange(
+        self, message: Message, headers: Mapping[str, str] | None = None, *, timeout: float | None = -1.0
+    ) -> Exchange: ...
 
-    status: int = 200
-    headers: Mapping[str, str] = {}
-    session_id: str | None = None
+    async def send(self, message: Message, headers: Mapping[str, str] | None = None) -> int:
+        """Deliver a notification or a response; the HTTP status (202 off HTTP)."""
+        ...
 
-    def __aiter__(self) -> AsyncIterator[Message]:
-        raise NotImplementedError
-
-    async def aclose(self) -> None:
-        raise NotImplementedError
+    async def aclose(self) -> None: ...
 
 
 # ----------------------------------------------------------------------------------------------- HTTP
 
 
-class HttpExchange(Exchange):
+class HttpExchange:
     __slots__ = ("_resp", "headers", "session_id", "status")
 
     def __init__(self, resp: Response) -> None:
@@ -92,25 +110,16 @@ class HttpExchange(Exchange):
         if resp.status == 202:
             await resp.read()
             return
+        if resp.status in (401, 403):  # a refusal before dispatch, whatever the body says
+            raise AuthenticationError(resp.status, await resp.read(), resp.headers)
         if ctype == "text/event-stream" and resp.status < 300:
-            parser = SSEParser()
-            async for chunk in resp.iter_bytes():
-                for ev in parser.feed(chunk):
-                    if ev.event == "message" and ev.data:
-                        for m in _decode(ev.data.encode()):
-                            yield m
-            for ev in parser.close():
-                if ev.event == "message" and ev.data:
-                    for m in _decode(ev.data.encode()):
-                        yield m
+            async for m in iter_messages(resp.iter_bytes()):
+                yield m
             return
         body = await resp.read()
         if ctype == "application/json" or (ctype == "" and body[:1] in (b"{", b"[")):
-            try:
-                msgs = _decode(body)
-            except ValueError:
-                msgs = []
-            if msgs and all(isinstance(m, dict) and ("jsonrpc" in m) for m in msgs):
+            msgs = decode_messages(body)
+            if msgs and all("jsonrpc" in m for m in msgs):
                 for m in msgs:
                     yield m
                 return
@@ -121,17 +130,12 @@ class HttpExchange(Exchange):
         await self._resp.aclose()
 
 
-def _decode(data: bytes) -> list[Message]:
-    obj = orjson.loads(data)
-    if isinstance(obj, list):
-        return [m for m in obj if isinstance(m, dict)]
-    return [obj] if isinstance(obj, dict) else []
-
-
 class HttpChannel:
-    """Streamable HTTP: each message is its own POST to one endpoint URL over a keep-alive pool."""
+    """Streamable HTTP: each message is its own POST to one endpoint URL over a keep-alive pool. Every
+    request (POST, GET, DELETE) passes `request`, where the `auth` hook signs it."""
 
     kind = "http"
+    mirrors_headers = True
 
     def __init__(
         self,
@@ -140,6 +144,7 @@ class HttpChannel:
         headers: Mapping[str, str] | None = None,
         pool: Pool | None = None,
         timeout: float | None = 60.0,
+        auth: Auth | None = None,
     ) -> None:
         self.url = url
         self.endpoint = Endpoint.parse(url)
@@ -151,26 +156,38 @@ class HttpChannel:
         self._own_pool = pool is None
         self.pool = pool or Pool()
         self.timeout = timeout
+        self.auth = auth
 
     @property
     def key(self) -> str:
-        """Era cache key: the endpoint (scheme, host, port and path)."""
+        """The endpoint (scheme, host, port and path)."""
         ep = self.endpoint
         return f"{ep.scheme}://{ep.host_header}{ep.target}"
 
-    async def exchange(
-        self, message: Message, headers: Mapping[str, str] | None = None, *, timeout: float | None = -1.0
-    ) -> HttpExchange:
-        body = orjson.dumps(message)
-        hdrs = {**self.base_headers, **headers} if headers else self.base_headers
+    async def start(self) -> None:
+        return None
+
+    def watch(self, on_unsolicited: Unsolicited | None, on_restart: Restarted | None) -> None:
+        return None  # every message arrives on the response stream of the request it belongs to
+
+    async def request(
+        self, method: str, endpoint: Endpoint, headers: dict[str, str], body: bytes = b"", *,
+        timeout: float | None = -1.0,
+    ) -> Response:
+        """The choke point: one HTTP request through the auth hook, transport failures as `ChannelError`."""
         try:
-            resp = await self.pool.request(
-                "POST", self.endpoint, hdrs, body, timeout=self.timeout if timeout == -1.0 else timeout
-            )
+            return await send(self.pool, HttpRequest(method, endpoint, headers, body), self.auth,
+                              timeout=self.timeout if timeout == -1.0 else timeout)
         except ConnectionLost as e:
             raise ServerLost(str(e)) from None
         except HttpError as e:
             raise ChannelError(str(e)) from None
+
+    async def exchange(
+        self, message: Message, headers: Mapping[str, str] | None = None, *, timeout: float | None = -1.0
+    ) -> HttpExchange:
+        hdrs = {**self.base_headers, **headers} if headers else dict(self.base_headers)
+        resp = await self.request("POST", self.endpoint, hdrs, orjson.dumps(message), timeout=timeout)
         return HttpExchange(resp)
 
     async def send(self, message: Message, headers: Mapping[str, str] | None = None) -> int:
@@ -189,15 +206,11 @@ class HttpChannel:
         ep = Endpoint.parse(url) if url else self.endpoint
         hdrs = {k: v for k, v in self.base_headers.items() if k != "Content-Type"}
         hdrs.update(headers)
-        try:
-            return await self.pool.request("GET", ep, hdrs, b"", timeout=self.timeout)
-        except HttpError as e:
-            raise ChannelError(str(e)) from None
+        return await self.request("GET", ep, hdrs)
 
     async def delete(self, headers: Mapping[str, str]) -> None:
-        with contextlib.suppress(HttpError):
-            resp = await self.pool.request("DELETE", self.endpoint, {**self.base_headers, **headers}, b"",
-                                           timeout=5.0)
+        with contextlib.suppress(ChannelError):
+            resp = await self.request("DELETE", self.endpoint, {**self.base_headers, **headers}, timeout=5.0)
             await resp.read()
 
     async def aclose(self) -> None:
@@ -211,8 +224,11 @@ class HttpChannel:
 _END = object()
 
 
-class StdioExchange(Exchange):
+class StdioExchange:
     __slots__ = ("_chan", "_done", "_queue", "id", "token")
+
+    status = 200
+    session_id = None
 
     def __init__(self, chan: StdioChannel, id_: Any, token: Any) -> None:
         self._chan = chan
@@ -231,7 +247,7 @@ class StdioExchange(Exchange):
                 self._done = True
                 raise ServerLost(self._chan.exit_reason())
             if isinstance(item, dict):
-                if _is_response(item) and item["id"] == self.id:
+                if jsonrpc.is_response(item) and item["id"] == self.id:
                     self._done = True
                 yield item
 
@@ -246,6 +262,7 @@ class StdioChannel:
     """Spawns the server; requests are interleaved on one pipe and demultiplexed by id / token / subscription."""
 
     kind = "stdio"
+    mirrors_headers = False
 
     def __init__(
         self,
@@ -267,9 +284,8 @@ class StdioChannel:
         self.stderr = stderr
         self.proc: asyncio.subprocess.Process | None = None
         self.restarts = 0
-        self.generation = 0
         self.on_unsolicited: Unsolicited | None = None
-        self.on_restart: Callable[[], None] | None = None
+        self.on_restart: Restarted | None = None
         self._by_id: dict[Any, StdioExchange] = {}
         self._by_token: dict[Any, StdioExchange] = {}
         self._reader: asyncio.Task[None] | None = None
@@ -280,6 +296,10 @@ class StdioChannel:
     @property
     def key(self) -> str:
         return "stdio:" + shlex.join(self.argv)
+
+    def watch(self, on_unsolicited: Unsolicited | None, on_restart: Restarted | None) -> None:
+        self.on_unsolicited = on_unsolicited
+        self.on_restart = on_restart
 
     def exit_reason(self) -> str:
         rc = self._returncode
@@ -313,7 +333,6 @@ class StdioChannel:
             )
         except OSError as e:
             raise ChannelError(f"cannot start {self.argv[0]!r}: {e.strerror or e}") from None
-        self.generation += 1
         self._returncode = None
         self._reader = asyncio.get_running_loop().create_task(self._read(self.proc))
 
@@ -346,7 +365,7 @@ class StdioChannel:
                 ex.push(_END)
 
     def _route(self, msg: Message) -> None:
-        if _is_response(msg):
+        if jsonrpc.is_response(msg):
             ex = self._by_id.get(_k(msg["id"]))
             if ex is not None:
                 ex.push(msg)
@@ -358,8 +377,8 @@ class StdioChannel:
                 ex.push(msg)
                 return
             meta = params.get("_meta") if params else None
-            if isinstance(meta, dict) and "io.modelcontextprotocol/subscriptionId" in meta:
-                ex = self._by_id.get(_k(meta["io.modelcontextprotocol/subscriptionId"]))
+            if isinstance(meta, dict) and META_SUBSCRIPTION_ID in meta:
+                ex = self._by_id.get(_k(meta[META_SUBSCRIPTION_ID]))
                 if ex is not None:
                     ex.push(msg)
                     return
@@ -386,7 +405,7 @@ class StdioChannel:
             await self.start()
         params = message.get("params") or {}
         meta = params.get("_meta") if isinstance(params, dict) else None
-        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        token = meta.get(META_PROGRESS_TOKEN) if isinstance(meta, dict) else None
         ex = StdioExchange(self, message["id"], token)
         self._by_id[_k(ex.id)] = ex
         if token is not None:
@@ -412,11 +431,10 @@ class StdioChannel:
 
     async def cancel(self, request_id: Any, reason: str) -> None:
         with contextlib.suppress(ServerLost):
-            self._write({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                         "params": {"requestId": request_id, "reason": reason}})
+            self._write(jsonrpc.cancelled(request_id, reason))
 
     async def aclose(self) -> None:
-        """Close stdin, wait, then SIGTERM, then SIGKILL (REFERENCE.md §9)."""
+        """Close stdin, wait, then SIGTERM, then SIGKILL (the stdio transport's shutdown order)."""
         self._closed = True
         proc = self.proc
         if proc is None:
@@ -444,12 +462,8 @@ def _k(v: Any) -> Any:
     return (type(v).__name__, v) if isinstance(v, bool) else v
 
 
-def python_command(*args: str) -> list[str]:
-    """argv that runs this interpreter (handy for spawning Python servers)."""
-    return [sys.executable, *args]
-
-
 __all__ = [
+    "Channel",
     "ChannelError",
     "Exchange",
     "HttpChannel",
@@ -458,5 +472,4 @@ __all__ = [
     "ServerLost",
     "StdioChannel",
     "StdioExchange",
-    "python_command",
 ]

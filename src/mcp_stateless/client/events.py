@@ -1,29 +1,11 @@
-"""Typed events of a listen stream, and the client's error types."""
+"""Typed events of a listen stream."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-
-class ClientError(Exception):
-    """Something the client itself detected (a broken stream, a bad result, too many MRTR rounds)."""
-
-
-class StreamBroken(ClientError):
-    """The response stream ended before the response arrived: the request may or may not have run."""
-
-
-class InvalidResult(ClientError):
-    """The server answered with something the protocol does not allow (e.g. an unknown resultType)."""
-
-
-class TooManyRounds(ClientError):
-    """The server kept answering input_required beyond the client's round limit."""
-
-
-class UnsupportedServer(ClientError):
-    """No protocol version (modern or legacy) in common with the server."""
+from .errors import ClientError as ClientError  # re-exported: client/cli.py imports it from here
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +65,13 @@ _TYPES: dict[str, type[ListenEvent]] = {
     "notifications/resources/list_changed": ResourcesListChanged,
 }
 
+# The filter key of `subscriptions/listen` that asks for each list-changed notification.
+LIST_CHANGED_KEYS: dict[str, str] = {
+    "notifications/tools/list_changed": "toolsListChanged",
+    "notifications/prompts/list_changed": "promptsListChanged",
+    "notifications/resources/list_changed": "resourcesListChanged",
+}
+
 
 def event_for(method: str, params: dict[str, Any]) -> ListenEvent:
     if method == "notifications/resources/updated":
@@ -92,19 +81,15 @@ def event_for(method: str, params: dict[str, Any]) -> ListenEvent:
 
 
 __all__ = [
+    "LIST_CHANGED_KEYS",
     "Acknowledged",
-    "ClientError",
-    "InvalidResult",
     "ListenEnded",
     "ListenEvent",
     "OtherNotification",
     "PromptsListChanged",
     "ResourceUpdated",
     "ResourcesListChanged",
-    "StreamBroken",
-    "TooManyRounds",
     "ToolsListChanged",
-    "UnsupportedServer",
     "event_for",
     "obj",
 ]

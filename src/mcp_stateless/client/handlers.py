@@ -6,12 +6,13 @@ declares `elicitation.form`, a URL handler `elicitation.url`, a sampling handler
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .events import InvalidResult
+from .errors import InvalidResult
 
 Handler = Callable[[dict[str, Any]], Awaitable[Any] | Any]
 Roots = Sequence[dict[str, Any]] | Handler
@@ -32,7 +33,8 @@ class Handlers:
     roots: Roots | None = None
 
     def capabilities(self) -> dict[str, Any]:
-        """Modern ClientCapabilities for `_meta` (REFERENCE.md §2.3)."""
+        """The ClientCapabilities for `_meta` (modern) and `initialize` (legacy; roots without listChanged:
+        this client never sends it)."""
         caps: dict[str, Any] = {}
         if self.elicitation is not None or self.url_elicitation is not None:
             el: dict[str, Any] = {}
@@ -46,10 +48,6 @@ class Handlers:
         if self.roots is not None:
             caps["roots"] = {}
         return caps
-
-    def legacy_capabilities(self) -> dict[str, Any]:
-        """The `initialize` capabilities of the legacy era (roots without listChanged: we never send it)."""
-        return self.capabilities()
 
     async def answer(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         """The result for one input request (`elicitation/create`, `sampling/createMessage`, `roots/list`)."""
@@ -78,6 +76,17 @@ class Handlers:
                 roots = list(self.roots)
             return {"roots": [dict(r) for r in roots]}
         raise InvalidResult(f"unknown input request method {method!r}")
+
+    async def fulfil(self, requests: dict[str, Any]) -> dict[str, Any]:
+        """`inputResponses` for an `inputRequests` object: every request answered, concurrently."""
+        keys = list(requests)
+        for k in keys:
+            if not isinstance(requests[k], dict) or not isinstance(requests[k].get("method"), str):
+                raise InvalidResult(f"input request {k!r} is malformed")
+        answers = await asyncio.gather(
+            *(self.answer(requests[k]["method"], requests[k].get("params")) for k in keys)
+        )
+        return dict(zip(keys, answers, strict=True))
 
 
 __all__ = ["Handler", "Handlers", "Roots"]

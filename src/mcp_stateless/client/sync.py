@@ -7,6 +7,7 @@ import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping
 from typing import Any, TypeVar
 
+from ..protocol.endpoint import Endpoint
 from .core import Client
 from .events import ListenEvent
 
@@ -20,14 +21,14 @@ async def _next(it: AsyncIterator[ListenEvent]) -> ListenEvent:
 class SyncClient:
     """`with SyncClient("http://127.0.0.1:8000/mcp") as c: c.call_tool("echo", {"text": "hi"})`."""
 
-    def __init__(self, url: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, url: str | Endpoint | None = None, **kwargs: Any) -> None:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="mcp-sync-client", daemon=True)
         self._thread.start()
         self.client: Client = self._run(self._make(url, kwargs))
 
     @staticmethod
-    async def _make(url: str | None, kwargs: dict[str, Any]) -> Client:
+    async def _make(url: str | Endpoint | None, kwargs: dict[str, Any]) -> Client:
         return Client(url, **kwargs)
 
     def _run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:

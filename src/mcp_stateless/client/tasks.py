@@ -9,20 +9,23 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Generator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Generator, Mapping
+from typing import Any, Protocol
 
 from ..protocol.errors import McpError
-from ..tasks.model import EXTENSION_ID, TERMINAL
+from ..protocol.tasks import TERMINAL
+from .errors import TaskCancelled
+from .handlers import Handlers
 
-if TYPE_CHECKING:
-    from .core import Client
-
-__all__ = ["EXTENSION_ID", "TaskCancelled", "TaskHandle"]
+__all__ = ["Requester", "TaskCancelled", "TaskHandle"]
 
 
-class TaskCancelled(Exception):
-    """The task ended `cancelled`."""
+class Requester(Protocol):
+    """What a task handle needs to reach the server (a `Client`)."""
+
+    async def request(
+        self, method: str, params: Mapping[str, Any] | None = None, *, safe: bool | None = None
+    ) -> dict[str, Any]: ...
 
 
 class TaskHandle:
@@ -32,8 +35,9 @@ class TaskHandle:
     When the server answered synchronously, the handle is already complete (`task_id` is None).
     """
 
-    def __init__(self, client: Client, first: dict[str, Any]) -> None:
+    def __init__(self, client: Requester, handlers: Handlers, first: dict[str, Any]) -> None:
         self._client = client
+        self._handlers = handlers
         self._answered: set[str] = set()
         if first.get("resultType") == "task":
             self.task_id: str | None = first["taskId"]
@@ -71,7 +75,7 @@ class TaskHandle:
         fresh = {k: v for k, v in requests.items() if k not in self._answered}
         if not fresh:
             return
-        answers = await self._client._fulfil(fresh)
+        answers = await self._handlers.fulfil(fresh)
         self._answered.update(fresh)  # keys are never reused by the server: answer each once
         await self._client.request("tasks/update", {"taskId": self.task_id, "inputResponses": answers}, safe=True)
 

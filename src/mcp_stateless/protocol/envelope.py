@@ -1,4 +1,4 @@
-"""The per-message validation ladder (REFERENCE.md §8.3), as pure code.
+"""The per-message validation ladder of the 2026-07-28 revision, as pure code.
 
 `classify()` takes one decoded JSON-RPC message plus, on HTTP, its headers, and returns a decision:
 a validated `Request`, a `Notification`, or a `Rejection` carrying the HTTP status and the error.
@@ -15,30 +15,21 @@ import orjson
 
 from . import errors
 from .errors import McpError
-from .headers import ParamHeader, check_param_headers, decode_header_value
+from .headers import NAME_PARAM, ParamHeader, check_param_headers, decode_header_value
+from .jsonrpc import RequestId as RequestId  # re-exported: the seam and the transports name it from here
+from .meta import (
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROGRESS_TOKEN,
+    META_PROTOCOL_VERSION,
+)
+from .meta import META_SERVER_INFO as META_SERVER_INFO  # re-exported: the server imports the keys from here
+from .meta import META_SUBSCRIPTION_ID as META_SUBSCRIPTION_ID
 from .versions import MODERN_VERSIONS, is_legacy
-
-RequestId = str | int
-
-META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
-META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
-META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
-META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
-META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
-META_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 
 LOG_LEVELS: tuple[str, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 LOG_LEVEL_RANK: dict[str, int] = {name: i for i, name in enumerate(LOG_LEVELS)}
-
-# Methods whose target is mirrored in the Mcp-Name header, and where in params it lives.
-NAME_PARAM: dict[str, str] = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
-    "tasks/get": "taskId",
-    "tasks/update": "taskId",
-    "tasks/cancel": "taskId",
-}
 
 
 @dataclass(slots=True)
@@ -159,7 +150,7 @@ def classify(
     level = meta.get(META_LOG_LEVEL)
     if level is not None and level not in LOG_LEVEL_RANK:
         return reject(id_, errors.invalid_params(f"{META_LOG_LEVEL} must be one of {', '.join(LOG_LEVELS)}"))
-    token = meta.get("progressToken")
+    token = meta.get(META_PROGRESS_TOKEN)
     if token is not None and not _valid_id(token):
         return reject(id_, errors.invalid_params("progressToken must be a string or an integer"))
 

@@ -1,4 +1,4 @@
-"""Mcp-* header rules: the `=?base64?…?=` value encoding and `x-mcp-header` annotations (REFERENCE.md §8.2, §8.4)."""
+"""Mcp-* header rules: the `=?base64?…?=` value encoding, `x-mcp-header` annotations, mirroring a body in headers."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import McpError, header_mismatch
+from .meta import META_PROTOCOL_VERSION
 
 _SENTINEL_PREFIX = "=?base64?"
 _SENTINEL_SUFFIX = "?="
@@ -17,6 +18,16 @@ _SENTINEL_SUFFIX = "?="
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 _B64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
 _MAX_SAFE_INT = 2**53 - 1
+
+# Methods whose target is mirrored in the Mcp-Name header, and where in params it lives.
+NAME_PARAM: dict[str, str] = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 
 
 def _is_safe_plain(value: str) -> bool:
@@ -174,11 +185,41 @@ def value_at(arguments: Any, path: tuple[str, ...]) -> Any:
     return None if v is _MISSING else v
 
 
+def mirror_headers(
+    method: str, params: Mapping[str, Any], specs: tuple[ParamHeader, ...] = ()
+) -> dict[str, str]:
+    """The HTTP headers that mirror a modern request's body: `MCP-Protocol-Version` (from `_meta`), `Mcp-Method`,
+    `Mcp-Name` for the methods in `NAME_PARAM`, and for tools/call one `Mcp-Param-*` per annotated argument
+    that is present (`specs`, from the tool's `x-mcp-header` annotations). A server checks exactly these."""
+    out: dict[str, str] = {}
+    meta = params.get("_meta")
+    version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, Mapping) else None
+    if isinstance(version, str):
+        out["MCP-Protocol-Version"] = version
+    out["Mcp-Method"] = method
+    key = NAME_PARAM.get(method)
+    name = params.get(key) if key is not None else None
+    if not isinstance(name, str):
+        return out
+    out["Mcp-Name"] = encode_header_value(name)
+    if method == "tools/call" and specs:
+        arguments = params.get("arguments")
+        for spec in specs:
+            v = value_at(arguments, spec.path)
+            if isinstance(v, float) and v.is_integer():
+                v = int(v)
+            if isinstance(v, str | int | bool):  # None (absent or null) and other types: no header
+                out["Mcp-Param-" + spec.name] = encode_header_value(v)
+    return out
+
+
 __all__ = [
+    "NAME_PARAM",
     "ParamHeader",
     "check_param_headers",
     "decode_header_value",
     "encode_header_value",
+    "mirror_headers",
     "param_headers",
     "value_at",
 ]

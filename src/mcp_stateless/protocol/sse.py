@@ -1,6 +1,14 @@
-"""Server-Sent Events framing. JSON from orjson never contains a raw newline, so one `data:` line is enough."""
+"""Server-Sent Events, both directions: the writer the server streams with, and the incremental parser
+(bytes in, events out) a client reads with. JSON from orjson never contains a raw newline, so the writer
+needs one `data:` line; the parser accepts what any server may send (CRLF, multi-line data, comments)."""
 
 from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
 
 HEADERS: list[tuple[bytes, bytes]] = [
     (b"content-type", b"text/event-stream"),
@@ -13,3 +21,120 @@ KEEPALIVE = b": keep-alive\n\n"
 
 def event(data: bytes) -> bytes:
     return b"event: message\ndata: " + data + b"\n\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    event: str
+    data: str
+    id: str | None = None
+
+
+class SSEParser:
+    """Feed raw bytes; get complete events. Handles CRLF or LF line ends, multi-line data, `:` comments."""
+
+    __slots__ = ("_buf", "_data", "_event", "_id")
+
+    def __init__(self) -> None:
+        self._buf = b""
+        self._data: list[str] = []
+        self._event = ""
+        self._id: str | None = None
+
+    def feed(self, chunk: bytes) -> list[Event]:
+        buf = self._buf + chunk if self._buf else chunk
+        out: list[Event] = []
+        start = 0
+        while True:
+            nl = buf.find(b"\n", start)
+            if nl < 0:
+                break
+            line = buf[start:nl]
+            start = nl + 1
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            ev = self._line(line.decode("utf-8", "replace"))
+            if ev is not None:
+                out.append(ev)
+        self._buf = buf[start:]
+        return out
+
+    def _line(self, line: str) -> Event | None:
+        if not line:
+            if not self._data:
+                self._event = ""
+                return None
+            ev = Event(self._event or "message", "\n".join(self._data), self._id)
+            self._data = []
+            self._event = ""
+            return ev
+        if line[0] == ":":
+            return None  # comment / keep-alive
+        name, sep, value = line.partition(":")
+        if sep and value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name == "id":
+            self._id = value  # the last event id persists until the stream sets another
+        return None  # `retry` and unknown fields ignored
+
+    def close(self) -> list[Event]:
+        """End of stream: a final event without its blank line is dispatched (lenient)."""
+        out = self.feed(b"\n") if self._buf else []
+        if self._data:
+            ev = self._line("")
+            if ev is not None:
+                out.append(ev)
+        return out
+
+
+async def iter_events(chunks: AsyncIterable[bytes]) -> AsyncIterator[Event]:
+    """Every event of a byte stream, the unterminated last one included."""
+    parser = SSEParser()
+    async for chunk in chunks:
+        for ev in parser.feed(chunk):
+            yield ev
+    for ev in parser.close():
+        yield ev
+
+
+def decode_messages(data: str | bytes) -> list[dict[str, Any]]:
+    """The JSON-RPC messages in one `message` event's data (an object, or a batch of them). Data that is not
+    JSON, or JSON that is not an object, carries no message."""
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return []
+    if isinstance(obj, list):
+        return [m for m in obj if isinstance(m, dict)]
+    return [obj] if isinstance(obj, dict) else []
+
+
+async def iter_messages(
+    chunks: AsyncIterable[bytes], *, other: Callable[[Event], None] | None = None
+) -> AsyncIterator[dict[str, Any]]:
+    """The JSON-RPC messages of an SSE byte stream, in order. Events of another type (e.g. the 2024-11-05
+    transport's `endpoint`) go to `other`; comments and empty events are skipped."""
+    async for ev in iter_events(chunks):
+        if ev.event != "message":
+            if other is not None:
+                other(ev)
+            continue
+        if ev.data:
+            for m in decode_messages(ev.data):
+                yield m
+
+
+__all__ = [
+    "HEADERS",
+    "KEEPALIVE",
+    "Event",
+    "SSEParser",
+    "decode_messages",
+    "event",
+    "iter_events",
+    "iter_messages",
+]

@@ -35,13 +35,13 @@ from ..protocol.principal import (
     ResolverAuthenticator,
 )
 from ..protocol.versions import MODERN_VERSIONS
-from ..state.base import HandleStore, StateBundle
+from ..state import HandleStore, StateBundle
+from ..state.events import ChangeEvent, EventBus, MemoryEventBus, Subscription
 from ..tasks.model import EXTENSION_ID as TASKS_EXTENSION
 from ..tasks.runtime import REQUIRED_CAPABILITY as TASKS_REQUIRED
 from ..tasks.runtime import TaskRuntime, declares_tasks
 from . import handles
 from .context import Context, InputRequired
-from .events import ChangeEvent, EventBus, MemoryEventBus, Subscription
 from .handles import Handle
 from .registry import (
     DetachMode,

@@ -42,7 +42,7 @@ from typing import Annotated, Any, ClassVar, Self
 
 import pydantic
 
-from ..state.base import DEFAULT_RETENTION_S, HandleRecord, HandleStore
+from ..state import DEFAULT_RETENTION_S, HandleRecord, HandleStore
 from .context import Context
 from .results import ToolError
 

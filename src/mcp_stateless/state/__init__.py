@@ -1,10 +1,11 @@
-"""Explicit, shared state: the stores behind handles, change events and (later) tasks.
+"""Explicit, shared state: the record store and topic bus behind handles, tasks and change events.
 
-One setting selects the backend, ``open_state(url)``:
+One setting selects the engine, ``open_state(url)``:
 
 ``memory://``                          in-process only: tests and single-process use
-``sqlite:///relative/state.db``        the embedded default: one machine, survives restarts
-``sqlite:////abs/path/state.db``       (``?events=local`` keeps change events in the process)
+``sqlite:///relative/state.db``        the embedded default: one machine, survives restarts (a relative
+``sqlite:////abs/path/state.db``       path is resolved against the working directory when opened;
+                                       ``?events=local`` keeps bus messages in the process)
 ``redis://host:6379/0``                shared by every instance on every machine (``rediss://`` for TLS;
                                        ``?timeout=2`` seconds, ``?prefix=mcp-stateless:`` key prefix)
 """
@@ -15,14 +16,15 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from .base import (
     DEFAULT_RETENTION_S,
-    ClosableEventBus,
-    HandleRecord,
-    HandleStore,
-    ReadySubscription,
+    Bus,
+    RecordStore,
     StateBundle,
     StateUnavailable,
+    TopicSubscription,
+    Versioned,
     redact,
 )
+from .handles import HandleRecord, HandleStore
 
 STATE_ENV = "MCP_STATELESS_STATE"
 
@@ -59,22 +61,24 @@ def open_state(url: str) -> StateBundle:
 
         return sqlite.open_bundle(url, mine)
     try:
-        from . import redisstore
+        from . import redisdb
     except ImportError:  # pragma: no cover - depends on the installed extras
         raise ValueError("redis:// state needs the redis extra: pip install 'mcp-stateless[redis]'") from None
     clean = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(rest), ""))
-    return redisstore.open_bundle(clean, mine)
+    return redisdb.open_bundle(clean, mine)
 
 
 __all__ = [
     "DEFAULT_RETENTION_S",
     "STATE_ENV",
-    "ClosableEventBus",
+    "Bus",
     "HandleRecord",
     "HandleStore",
-    "ReadySubscription",
+    "RecordStore",
     "StateBundle",
     "StateUnavailable",
+    "TopicSubscription",
+    "Versioned",
     "open_state",
     "redact",
 ]

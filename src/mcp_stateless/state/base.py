@@ -1,30 +1,35 @@
-"""The store interfaces for what must outlive one request, and the bundle one setting selects.
+"""The two primitives every state engine implements, and the bundle one setting selects.
 
-Every implementation (memory, SQLite, Redis) passes the same contract suite (tests/state/). Stores are
-plain async objects: they never read the request, never cache across instances, and every mutation is
-atomic at the store (compare-and-set on a version), so two instances never lose each other's updates.
+A `RecordStore` keeps versioned records by (namespace, key): create, get, compare-and-swap on the
+version, a time-to-live, delete, and a scan for records due by a time (task leases). A `Bus` carries
+payloads to the readers of a named topic in every process (change events are one topic). Each engine
+(memory, SQLite, Redis) implements both once, over one connection; handles, tasks and change events are
+typed layers on top. Stores never read the request and never cache across instances, so two instances
+never lose each other's updates.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..protocol.errors import INTERNAL_ERROR, McpError
-from ..server.events import ChangeEvent, EventBus, Subscription
 
-if TYPE_CHECKING:  # the task store's interface lives with the Tasks extension (it imports this module)
-    from ..tasks.store import TaskStore
+if TYPE_CHECKING:
+    from .events import EventBus
+    from .handles import HandleStore
 
 # How long a record stays after it expired or ended, so that a late use gets "expired" / "ended" (an
 # error the model can act on) rather than "unknown". After that it is physically removed.
 DEFAULT_RETENTION_S = 3600.0
 
+S = TypeVar("S")
+
 
 class StateUnavailable(McpError):
     """The state store cannot be reached: the request that needs it fails with -32603 and this message
-    (never hangs: every backend has bounded timeouts). The next request tries again."""
+    (never hangs: every engine has bounded timeouts). The next request tries again."""
 
     def __init__(self, where: str, reason: str) -> None:
         super().__init__(
@@ -34,123 +39,112 @@ class StateUnavailable(McpError):
         )
 
 
-@dataclasses.dataclass(slots=True)
-class HandleRecord:
-    """What a store keeps behind one handle. `key` is a digest of the handle, never the handle itself."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class Versioned:
+    """A stored record: its bytes and the version a `swap` must name to replace them."""
 
-    key: str
-    principal: str
-    kind: str
-    data: dict[str, Any]
+    data: bytes
     version: int
-    created_at: float
-    expires_at: float
-    purge_at: float
-    ended: bool = False
 
 
-class HandleStore(Protocol):
-    """Records behind application handles.
+class RecordStore(Protocol):
+    """Versioned records by (namespace, key).
 
-    `swap` is the one mutation: it succeeds only while the stored version equals `expected_version`
-    and then stores version + 1, atomically (a Lua script, an UPDATE … WHERE version = ?, a dict under
-    one event loop). `get` returns records whatever their expiry: expiry is policy, decided above.
+    A record exists from `create` until it is deleted or its `expires_at` (seconds since the epoch;
+    None: never) passes; an expired record reads as absent and may be created again. `due`, when set,
+    is a time by which the record wants attention: `due_by` lists those whose time has come.
     """
 
-    async def create(self, record: HandleRecord) -> bool:
-        """Insert; False (and no change) if the key exists."""
+    async def create(self, ns: str, key: str, data: bytes, *, expires_at: float | None = None,
+                     due: float | None = None) -> bool:
+        """Store version 1; False (and no change) if a live record has this key."""
         ...
 
-    async def get(self, key: str) -> HandleRecord | None: ...
+    async def get(self, ns: str, key: str) -> Versioned | None: ...
 
-    async def swap(
-        self,
-        key: str,
-        expected_version: int,
-        data: dict[str, Any],
-        expires_at: float,
-        purge_at: float,
-        ended: bool,
-    ) -> bool:
-        """Replace data/expiry/ended and bump the version iff the version is still `expected_version`."""
+    async def swap(self, ns: str, key: str, expected_version: int, data: bytes, *,
+                   expires_at: float | None = None, due: float | None = None) -> bool:
+        """Replace data, expiry and due time and bump the version, atomically, iff the live record's
+        version is still `expected_version`."""
         ...
 
-    async def touch(self, key: str, expires_at: float, purge_at: float) -> None:
-        """Extend a live, un-ended record's expiry (sliding TTL) without bumping its version; never
-        shortens it."""
-        ...
+    async def delete(self, ns: str, key: str) -> bool: ...
 
-    async def delete(self, key: str) -> bool: ...
+    async def due_by(self, ns: str, before: float, limit: int = 100) -> list[str]:
+        """Keys of live records in `ns` whose due time is before `before`, earliest first."""
+        ...
 
     async def purge(self, now: float) -> int:
-        """Remove records whose `purge_at` has passed; returns how many (backends with native expiry
+        """Physically remove records that expired before `now`; how many (engines with native expiry
         may return 0)."""
         ...
 
-    async def aclose(self) -> None: ...
+    async def aclose(self) -> None:
+        """Release the engine's connection (the next use opens it again)."""
+        ...
 
 
-class ClosableEventBus(EventBus, Protocol):
-    """An `EventBus` that holds resources (a pub/sub connection, a poller)."""
-
-    async def aclose(self) -> None: ...
-
-
-class ReadySubscription(Subscription, Protocol):
-    """A subscription that can say when it is live at the shared bus: events published after
-    `ready()` returns reach it. `App.listen` awaits it before acknowledging."""
-
-    async def ready(self) -> None: ...
-
-
-class BusSubscription:
-    """A shared bus's subscription: a local queue of events plus `ready()`, which waits until the bus
-    itself is live (so nothing published after the listen acknowledgement is missed)."""
-
-    __slots__ = ("_inner", "_ready")
-
-    def __init__(self, ready: Callable[[], Awaitable[None]], inner: Subscription) -> None:
-        self._ready = ready
-        self._inner = inner
-
+class TopicSubscription(Protocol):
     async def ready(self) -> None:
-        await self._ready()
+        """Return once payloads published from now on reach this subscription."""
+        ...
 
-    async def get(self, timeout: float | None) -> ChangeEvent | None:
-        return await self._inner.get(timeout)
+    async def get(self, timeout: float | None) -> bytes | None:
+        """Next payload, or None when `timeout` seconds pass without one."""
+        ...
 
-    def end(self) -> None:
-        self._inner.end()
+    def put(self, payload: bytes) -> None:
+        """Deliver `payload` to this reader only (e.g. a shutdown marker)."""
+        ...
 
     def close(self) -> None:
-        self._inner.close()
+        """Stop receiving: nothing published afterwards reaches this subscription."""
+        ...
 
 
+class Bus(Protocol):
+    """Payloads to the readers of a topic in every process that shares the engine (this one included).
+    At most once: a reader that is not subscribed yet, or has fallen behind by more than its backlog,
+    misses payloads."""
+
+    async def publish(self, topic: str, payload: bytes) -> None: ...
+
+    def subscribe(self, topic: str) -> TopicSubscription: ...
+
+    async def aclose(self) -> None: ...
 
 
 @dataclasses.dataclass(slots=True)
 class StateBundle:
-    """Everything shared that one `--state` URL selects.
+    """Everything shared that one `--state` URL selects: one record store and one bus over one
+    connection, and the typed stores on top of them.
 
-    `shared`: the backend is reachable from other machines (Redis); `multiprocess`: several processes
-    on one machine may share it (SQLite, Redis). `tasks` is filled by the Tasks extension: each
-    backend's `open_bundle` sets it in one line.
+    `shared`: the engine is reachable from other machines (Redis); `multiprocess`: several processes
+    on one machine may share it (SQLite, Redis). Layers above `state` (the Tasks extension) get their
+    typed store with `typed_store(TaskStore)`: one instance per bundle, on the bundle's connection.
     """
 
     url: str
+    records: RecordStore
+    bus: Bus
     handles: HandleStore
-    events: ClosableEventBus
-    tasks: TaskStore | None = None
+    events: EventBus
     shared: bool = False
     multiprocess: bool = False
-    resources: tuple[Any, ...] = ()
+    _typed: dict[Callable[[RecordStore], Any], Any] = dataclasses.field(default_factory=dict, repr=False)
+
+    def typed_store(self, factory: Callable[[RecordStore], S]) -> S:
+        """The bundle's one `factory(self.records)` (e.g. `TaskStore`), made on first use."""
+        store = self._typed.get(factory)
+        if store is None:
+            store = self._typed[factory] = factory(self.records)
+        result: S = store
+        return result
 
     async def aclose(self) -> None:
-        await self.events.aclose()
-        await self.handles.aclose()
-        closer = getattr(self.tasks, "aclose", None)
-        if closer is not None:
-            await closer()
+        """Stop the bus and release the connection every typed store of this bundle shares."""
+        await self.bus.aclose()
+        await self.records.aclose()
 
 
 def redact(url: str) -> str:

@@ -1,84 +1,98 @@
-"""In-memory stores: for tests and single-process use only (nothing is shared, nothing survives a restart)."""
+"""The in-memory engine: for tests and single-process use only (nothing is shared, nothing survives a
+restart). Every operation completes without awaiting, so each one is atomic on its event loop."""
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any
 
-import orjson
-
-from ..server.events import MemoryEventBus
-from .base import HandleRecord, StateBundle
+from .base import StateBundle, Versioned
+from .events import ChangeEventBus, Fanout, QueueSubscription
+from .handles import HandleStore
 
 
-def _copy(data: dict[str, Any]) -> dict[str, Any]:
-    # A JSON round trip: the same guarantee as the other backends (JSON only, no shared references).
-    value: dict[str, Any] = orjson.loads(orjson.dumps(data))
-    return value
+@dataclasses.dataclass(slots=True)
+class _Entry:
+    data: bytes
+    version: int
+    expires_at: float | None
+    due: float | None
+
+    def live(self, now: float) -> bool:
+        return self.expires_at is None or self.expires_at > now
 
 
-class MemoryHandleStore:
+class MemoryRecords:
     def __init__(self) -> None:
-        self._records: dict[str, HandleRecord] = {}
+        self._entries: dict[tuple[str, str], _Entry] = {}
         self._ops = 0
 
-    def _maybe_purge(self) -> None:
+    def _live(self, ns: str, key: str) -> _Entry | None:
+        entry = self._entries.get((ns, key))
+        return entry if entry is not None and entry.live(time.time()) else None
+
+    async def create(self, ns: str, key: str, data: bytes, *, expires_at: float | None = None,
+                     due: float | None = None) -> bool:
         self._ops += 1
         if self._ops % 256 == 0:
-            self._purge(time.time())
-
-    def _purge(self, now: float) -> int:
-        dead = [k for k, r in self._records.items() if r.purge_at <= now]
-        for k in dead:
-            del self._records[k]
-        return len(dead)
-
-    async def create(self, record: HandleRecord) -> bool:
-        self._maybe_purge()
-        if record.key in self._records:
+            await self.purge(time.time())
+        if self._live(ns, key) is not None:
             return False
-        self._records[record.key] = dataclasses.replace(record, data=_copy(record.data))
+        self._entries[(ns, key)] = _Entry(data, 1, expires_at, due)
         return True
 
-    async def get(self, key: str) -> HandleRecord | None:
-        rec = self._records.get(key)
-        if rec is None or rec.purge_at <= time.time():
-            return None
-        return dataclasses.replace(rec, data=_copy(rec.data))
+    async def get(self, ns: str, key: str) -> Versioned | None:
+        entry = self._live(ns, key)
+        return None if entry is None else Versioned(entry.data, entry.version)
 
-    async def swap(self, key: str, expected_version: int, data: dict[str, Any], expires_at: float,
-                   purge_at: float, ended: bool) -> bool:
-        rec = self._records.get(key)
-        if rec is None or rec.version != expected_version:
+    async def swap(self, ns: str, key: str, expected_version: int, data: bytes, *,
+                   expires_at: float | None = None, due: float | None = None) -> bool:
+        entry = self._live(ns, key)
+        if entry is None or entry.version != expected_version:
             return False
-        self._records[key] = dataclasses.replace(rec, data=_copy(data), version=rec.version + 1,
-                                                 expires_at=expires_at, purge_at=purge_at, ended=ended)
+        self._entries[(ns, key)] = _Entry(data, expected_version + 1, expires_at, due)
         return True
 
-    async def touch(self, key: str, expires_at: float, purge_at: float) -> None:
-        rec = self._records.get(key)
-        if rec is None or rec.ended or rec.expires_at >= expires_at or rec.expires_at <= time.time():
-            return
-        rec.expires_at = expires_at
-        rec.purge_at = max(rec.purge_at, purge_at)
+    async def delete(self, ns: str, key: str) -> bool:
+        return self._entries.pop((ns, key), None) is not None
 
-    async def delete(self, key: str) -> bool:
-        return self._records.pop(key, None) is not None
+    async def due_by(self, ns: str, before: float, limit: int = 100) -> list[str]:
+        now = time.time()
+        due = sorted((e.due, k) for (n, k), e in self._entries.items()
+                     if n == ns and e.due is not None and e.due < before and e.live(now))
+        return [k for _, k in due[:limit]]
 
     async def purge(self, now: float) -> int:
-        return self._purge(now)
+        dead = [k for k, e in self._entries.items() if not e.live(now)]
+        for k in dead:
+            del self._entries[k]
+        return len(dead)
 
     async def aclose(self) -> None:
         return None
 
 
-class MemoryBus(MemoryEventBus):
-    """`MemoryEventBus` with the bundle's lifecycle."""
+class MemoryBus:
+    def __init__(self) -> None:
+        self._fanout = Fanout()
+
+    async def publish(self, topic: str, payload: bytes) -> None:
+        self._fanout.deliver(topic, payload)
+
+    def subscribe(self, topic: str) -> QueueSubscription[bytes]:
+        return self._fanout.subscribe(topic)
 
     async def aclose(self) -> None:
         return None
+
+
+class MemoryHandleStore(HandleStore):
+    """Handles in this process's memory (an App without configured state)."""
+
+    def __init__(self) -> None:
+        super().__init__(MemoryRecords())
 
 
 def open_bundle(url: str = "memory://") -> StateBundle:
-    return StateBundle(url, MemoryHandleStore(), MemoryBus())
+    records, bus = MemoryRecords(), MemoryBus()
+    return StateBundle(url, records, bus, HandleStore(records), ChangeEventBus(bus))

@@ -1,8 +1,9 @@
-"""SQLite stores: the embedded default for one machine. Survives restarts; several processes on the same
-machine (``--workers N``, or several instances) share one file (WAL mode, atomic UPDATE … WHERE version).
+"""The SQLite engine: the embedded default for one machine. Survives restarts; several processes on the
+same machine (``--workers N``, or several instances) share one file (WAL mode, atomic UPDATE … WHERE
+version = ?).
 
-Change events cross processes through an `events` table that each listening process polls (every
-`poll_s`, 0.1 s by default); a process's own events reach its own listeners at once.
+Bus payloads cross processes through a `bus` table that each listening process polls (every `poll_s`,
+0.1 s by default); a process's own payloads reach its own readers at once.
 """
 
 from __future__ import annotations
@@ -20,28 +21,29 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import orjson
-
-from ..server.events import ChangeEvent, MemoryEventBus, Subscription
-from .base import BusSubscription, HandleRecord, StateBundle, StateUnavailable
+from .base import StateBundle, StateUnavailable, Versioned
+from .events import ChangeEventBus, Fanout, QueueSubscription
+from .handles import HandleStore
 
 log = logging.getLogger("mcp_stateless.state")
 
 T = TypeVar("T")
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS handles (
-    key TEXT PRIMARY KEY, principal TEXT NOT NULL, kind TEXT NOT NULL, data BLOB NOT NULL,
-    version INTEGER NOT NULL, created_at REAL NOT NULL, expires_at REAL NOT NULL, purge_at REAL NOT NULL,
-    ended INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS handles_purge ON handles(purge_at);
-CREATE TABLE IF NOT EXISTS events (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, origin TEXT NOT NULL, kind TEXT NOT NULL, uri TEXT, at REAL NOT NULL
+CREATE TABLE IF NOT EXISTS records (
+    ns TEXT NOT NULL, key TEXT NOT NULL, version INTEGER NOT NULL, data BLOB NOT NULL,
+    expires_at REAL, due REAL, PRIMARY KEY (ns, key)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS records_due ON records(ns, due) WHERE due IS NOT NULL;
+CREATE INDEX IF NOT EXISTS records_expiry ON records(expires_at) WHERE expires_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS bus (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, origin TEXT NOT NULL, topic TEXT NOT NULL, payload BLOB NOT NULL,
+    at REAL NOT NULL
 );
 """
 
-EVENT_RETENTION_S = 60.0
+_LIVE = "(expires_at IS NULL OR expires_at > ?)"
+BUS_RETENTION_S = 60.0
 
 
 class SqliteDatabase:
@@ -54,6 +56,10 @@ class SqliteDatabase:
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self._pid = 0
+
+    @property
+    def connected(self) -> bool:
+        return self._conn is not None
 
     def _connect(self) -> sqlite3.Connection:
         if self._conn is not None and self._pid == os.getpid():
@@ -87,100 +93,112 @@ class SqliteDatabase:
                 self._conn = None
 
 
-def _row(row: tuple[Any, ...] | None) -> HandleRecord | None:
-    if row is None:
-        return None
-    key, principal, kind, data, version, created, expires, purge, ended = row
-    return HandleRecord(key, principal, kind, orjson.loads(data), version, created, expires, purge, bool(ended))
-
-
-class SqliteHandleStore:
+class SqliteRecords:
     def __init__(self, db: SqliteDatabase) -> None:
         self.db = db
         self._ops = 0
 
-    async def create(self, record: HandleRecord) -> bool:
-        blob = orjson.dumps(record.data)
+    async def create(self, ns: str, key: str, data: bytes, *, expires_at: float | None = None,
+                     due: float | None = None) -> bool:
         self._ops += 1
         purge = self._ops % 256 == 1
 
         def op(c: sqlite3.Connection) -> bool:
+            now = time.time()
             if purge:
-                c.execute("DELETE FROM handles WHERE purge_at <= ?", (time.time(),))
-            try:
-                c.execute(
-                    "INSERT INTO handles VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (record.key, record.principal, record.kind, blob, record.version, record.created_at,
-                     record.expires_at, record.purge_at, int(record.ended)),
-                )
-            except sqlite3.IntegrityError:
-                return False
-            return True
-
-        return await self.db.run(op)
-
-    async def get(self, key: str) -> HandleRecord | None:
-        def op(c: sqlite3.Connection) -> HandleRecord | None:
-            row = c.execute(
-                "SELECT key, principal, kind, data, version, created_at, expires_at, purge_at, ended "
-                "FROM handles WHERE key = ? AND purge_at > ?", (key, time.time())).fetchone()
-            return _row(row)
-
-        return await self.db.run(op)
-
-    async def swap(self, key: str, expected_version: int, data: dict[str, Any], expires_at: float,
-                   purge_at: float, ended: bool) -> bool:
-        blob = orjson.dumps(data)
-
-        def op(c: sqlite3.Connection) -> bool:
+                c.execute("DELETE FROM records WHERE expires_at <= ?", (now,))
+            # An expired record is gone: its key may be created again.
             cur = c.execute(
-                "UPDATE handles SET data = ?, version = version + 1, expires_at = ?, purge_at = ?, ended = ? "
-                "WHERE key = ? AND version = ?", (blob, expires_at, purge_at, int(ended), key, expected_version))
+                "INSERT INTO records VALUES (?, ?, 1, ?, ?, ?) ON CONFLICT (ns, key) DO UPDATE SET "
+                "version = 1, data = excluded.data, expires_at = excluded.expires_at, due = excluded.due "
+                "WHERE records.expires_at IS NOT NULL AND records.expires_at <= ?",
+                (ns, key, data, expires_at, due, now))
             return cur.rowcount == 1
 
         return await self.db.run(op)
 
-    async def touch(self, key: str, expires_at: float, purge_at: float) -> None:
-        def op(c: sqlite3.Connection) -> None:
-            c.execute(
-                "UPDATE handles SET expires_at = ?, purge_at = MAX(purge_at, ?) "
-                "WHERE key = ? AND ended = 0 AND expires_at < ? AND expires_at > ?",
-                (expires_at, purge_at, key, expires_at, time.time()))
+    async def get(self, ns: str, key: str) -> Versioned | None:
+        def op(c: sqlite3.Connection) -> Versioned | None:
+            row = c.execute(f"SELECT data, version FROM records WHERE ns = ? AND key = ? AND {_LIVE}",
+                            (ns, key, time.time())).fetchone()
+            return None if row is None else Versioned(row[0], row[1])
 
-        await self.db.run(op)
+        return await self.db.run(op)
 
-    async def delete(self, key: str) -> bool:
-        return await self.db.run(lambda c: c.execute("DELETE FROM handles WHERE key = ?", (key,)).rowcount == 1)
+    async def swap(self, ns: str, key: str, expected_version: int, data: bytes, *,
+                   expires_at: float | None = None, due: float | None = None) -> bool:
+        def op(c: sqlite3.Connection) -> bool:
+            cur = c.execute(
+                "UPDATE records SET data = ?, version = version + 1, expires_at = ?, due = ? "
+                f"WHERE ns = ? AND key = ? AND version = ? AND {_LIVE}",
+                (data, expires_at, due, ns, key, expected_version, time.time()))
+            return cur.rowcount == 1
+
+        return await self.db.run(op)
+
+    async def delete(self, ns: str, key: str) -> bool:
+        return await self.db.run(
+            lambda c: c.execute("DELETE FROM records WHERE ns = ? AND key = ?", (ns, key)).rowcount == 1)
+
+    async def due_by(self, ns: str, before: float, limit: int = 100) -> list[str]:
+        def op(c: sqlite3.Connection) -> list[str]:
+            rows = c.execute(
+                f"SELECT key FROM records WHERE ns = ? AND due IS NOT NULL AND due < ? AND {_LIVE} "
+                "ORDER BY due LIMIT ?", (ns, before, time.time(), limit)).fetchall()
+            return [r[0] for r in rows]
+
+        return await self.db.run(op)
 
     async def purge(self, now: float) -> int:
-        return await self.db.run(lambda c: c.execute("DELETE FROM handles WHERE purge_at <= ?", (now,)).rowcount)
+        return await self.db.run(lambda c: c.execute("DELETE FROM records WHERE expires_at <= ?", (now,)).rowcount)
 
     async def aclose(self) -> None:
         self.db.close()
 
 
-
-
-def _events_since(last: int, c: sqlite3.Connection) -> list[tuple[Any, ...]]:
-    return c.execute("SELECT id, origin, kind, uri FROM events WHERE id > ? ORDER BY id LIMIT 1000",
+def _published_since(last: int, c: sqlite3.Connection) -> list[tuple[Any, ...]]:
+    return c.execute("SELECT id, origin, topic, payload FROM bus WHERE id > ? ORDER BY id LIMIT 1000",
                      (last,)).fetchall()
 
 
-class SqliteEventBus:
-    """Change events through the shared SQLite file (`shared=True`) or this process only."""
+class _PolledSubscription:
+    """A reader of the shared file: `ready()` waits until this process's poller has its starting point,
+    so nothing published after the listen acknowledgement is missed."""
+
+    __slots__ = ("_bus", "_inner")
+
+    def __init__(self, bus: SqliteBus, inner: QueueSubscription[bytes]) -> None:
+        self._bus = bus
+        self._inner = inner
+
+    async def ready(self) -> None:
+        await self._bus.started()
+
+    async def get(self, timeout: float | None) -> bytes | None:
+        return await self._inner.get(timeout)
+
+    def put(self, payload: bytes) -> None:
+        self._inner.put(payload)
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class SqliteBus:
+    """Topics through the shared SQLite file (`shared=True`) or this process only."""
 
     def __init__(self, db: SqliteDatabase, *, shared: bool = True, poll_s: float = 0.1) -> None:
         self.db = db
         self.shared = shared
         self.poll_s = poll_s
-        self._local = MemoryEventBus()
+        self._fanout = Fanout()
         self._origin = secrets.token_hex(8)
         self._poller: asyncio.Task[None] | None = None
         self._started: asyncio.Event | None = None
         self._published = 0
 
-    async def publish(self, event: ChangeEvent) -> None:
-        self._local.publish_nowait(event)
+    async def publish(self, topic: str, payload: bytes) -> None:
+        self._fanout.deliver(topic, payload)
         if not self.shared:
             return
         self._published += 1
@@ -188,24 +206,24 @@ class SqliteEventBus:
         now = time.time()
 
         def op(c: sqlite3.Connection) -> None:
-            c.execute("INSERT INTO events (origin, kind, uri, at) VALUES (?, ?, ?, ?)",
-                      (self._origin, event.kind, event.uri, now))
+            c.execute("INSERT INTO bus (origin, topic, payload, at) VALUES (?, ?, ?, ?)",
+                      (self._origin, topic, payload, now))
             if prune:
-                c.execute("DELETE FROM events WHERE at < ?", (now - EVENT_RETENTION_S,))
+                c.execute("DELETE FROM bus WHERE at < ?", (now - BUS_RETENTION_S,))
 
         try:
             await self.db.run(op)
         except StateUnavailable as e:
-            log.warning("change event %s not shared with other processes: %s", event.kind, e.message)
+            log.warning("a %s message was not shared with other processes: %s", topic, e.message)
 
-    def subscribe(self) -> Subscription:
-        sub = BusSubscription(self._ready, self._local.subscribe())
+    def subscribe(self, topic: str) -> _PolledSubscription:
+        sub = _PolledSubscription(self, self._fanout.subscribe(topic))
         if self.shared and (self._poller is None or self._poller.done()):
             self._started = asyncio.Event()
             self._poller = asyncio.get_running_loop().create_task(self._poll(self._started))
         return sub
 
-    async def _ready(self) -> None:
+    async def started(self) -> None:
         if self._started is not None:
             await asyncio.wait_for(self._started.wait(), self.db.busy_timeout_s + 1)
 
@@ -215,16 +233,16 @@ class SqliteEventBus:
             try:
                 if last is None:
                     last = await self.db.run(
-                        lambda c: int(c.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0]))
+                        lambda c: int(c.execute("SELECT COALESCE(MAX(id), 0) FROM bus").fetchone()[0]))
                     started.set()
-                if self._local.subscriber_count == 0:
+                if not self._fanout.listening:
                     return  # nobody listening: stop polling; the next subscribe starts again
-                for id_, origin, kind, uri in await self.db.run(functools.partial(_events_since, last)):
+                for id_, origin, topic, payload in await self.db.run(functools.partial(_published_since, last)):
                     last = id_
                     if origin != self._origin:
-                        self._local.publish_nowait(ChangeEvent(kind, uri))
+                        self._fanout.deliver(topic, payload)
             except StateUnavailable as e:
-                log.warning("event poll failed: %s", e.message)
+                log.warning("bus poll failed: %s", e.message)
             await asyncio.sleep(self.poll_s)
 
     async def aclose(self) -> None:
@@ -236,7 +254,9 @@ class SqliteEventBus:
 
 
 def sqlite_path(url: str) -> str:
-    """``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db`` (SQLAlchemy's convention)."""
+    """The file a ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db`` URL names
+    (SQLAlchemy's convention). A relative path is resolved against the working directory once, when the
+    state is opened, so every store of the bundle (and a later ``chdir``) agrees on one file."""
     rest = url[len("sqlite://"):].split("?", 1)[0]
     if not rest.startswith("/") or len(rest) < 2:
         raise ValueError(f"invalid SQLite state URL {url!r}: write sqlite:///relative.db or sqlite:////abs/path.db")
@@ -249,5 +269,6 @@ def open_bundle(url: str, query: dict[str, str]) -> StateBundle:
     events = query.get("events", "shared")
     if events not in ("shared", "local"):
         raise ValueError(f"invalid events={events!r} in {url!r}: shared or local")
-    bus = SqliteEventBus(db, shared=events == "shared", poll_s=float(query.get("poll", 0.1)))
-    return StateBundle(url, SqliteHandleStore(db), bus, multiprocess=True, resources=(db,))
+    records = SqliteRecords(db)
+    bus = SqliteBus(db, shared=events == "shared", poll_s=float(query.get("poll", 0.1)))
+    return StateBundle(url, records, bus, HandleStore(records), ChangeEventBus(bus), multiprocess=True)

@@ -26,9 +26,10 @@ from ..protocol.envelope import Request
 from ..protocol.errors import McpError
 from ..protocol.principal import Principal
 from ..server.context import Context, InputRequired
-from ..server.events import ChangeEvent
+from ..state.base import StateUnavailable
+from ..state.events import ChangeEvent
 from .model import EXTENSION_ID, TaskRecord, new_task_id
-from .store import MemoryTaskStore, StoreUnavailable, TaskStore, open_task_store
+from .store import MemoryTaskStore, TaskStore
 
 if TYPE_CHECKING:
     from ..server.app import App
@@ -77,10 +78,10 @@ class TaskRuntime:
         self._app = app
 
     def adopt_state(self, bundle: StateBundle) -> None:
-        """Keep tasks in the app's state backend (same URL as handles and events), unless this runtime was
-        built with its own store."""
+        """Keep tasks in the app's state bundle, on the connection its handles and events use (closed by
+        `bundle.aclose()`), unless this runtime was built with its own store."""
         if not self._explicit_store:
-            self.store = bundle.tasks if bundle.tasks is not None else open_task_store(bundle.url)
+            self.store = bundle.typed_store(TaskStore)
 
     @property
     def app(self) -> App:
@@ -110,7 +111,7 @@ class TaskRuntime:
                 for tid in await self.store.lapsed(time.time()):
                     if tid not in self._running:
                         await self._recover(tid)
-            except StoreUnavailable as e:
+            except StateUnavailable as e:
                 log.warning("task sweep skipped: %s", e)
             except Exception:
                 log.exception("task sweep failed")
@@ -119,10 +120,8 @@ class TaskRuntime:
     async def _recover(self, task_id: str) -> TaskRecord | None:
         """Take over a task whose lease lapsed: re-run it when its tool is safe to repeat, else fail it."""
         now = time.time()
-        rerun = False
 
         def take(rec: TaskRecord) -> bool:
-            nonlocal rerun
             if rec.status != "working" or rec.lease_until >= now:
                 return False
             tool = self.app._tools.get(rec.tool)
@@ -132,17 +131,21 @@ class TaskRuntime:
                 rec.lease_owner, rec.lease_until = self.instance_id, now + self.lease_s
                 rec.attempts += 1
                 rec.touch(message=f"re-running after a lost instance (attempt {rec.attempts})")
-                rerun = True
             else:
                 rec.error = dict(LOST_RUNNER)
                 rec.lease_until = 0.0
                 rec.touch("failed")
             return True
 
-        rec = await self.store.update(task_id, take)
-        if rec is not None and rec.terminal:
+        change = await self.store.update(task_id, take)
+        if change is None:
+            return None
+        rec = change.after
+        # Decided from what this call committed: a retried mutator leaves no stale verdict behind, so
+        # of all the instances that noticed the lapsed lease only the one whose write won re-runs it.
+        if change.written and rec.terminal:
             await self._publish(task_id)
-        if rerun and rec is not None:
+        elif change.written and rec.lease_owner == self.instance_id and rec.attempts > change.before.attempts:
             self._spawn(rec)
         return rec
 
@@ -213,7 +216,7 @@ class TaskRuntime:
                 await self._release(tid)
             else:
                 await self._finish(tid, "cancelled", message="Cancelled by the client")
-        except StoreUnavailable as e:
+        except StateUnavailable as e:
             log.error("task %s: store unavailable, lease will lapse: %s", tid, e)
         except Exception:
             log.exception("task %s crashed", tid)
@@ -233,9 +236,10 @@ class TaskRuntime:
                 return True
 
             try:
-                rec = await self.store.update(tid, extend)
-            except StoreUnavailable:
+                change = await self.store.update(tid, extend)
+            except StateUnavailable:
                 continue
+            rec = None if change is None else change.after
             if rec is None or rec.cancel_requested or rec.terminal:
                 task = self._running.get(tid)
                 if task is not None:
@@ -309,10 +313,8 @@ class TaskRuntime:
         responses = req.params.get("inputResponses")
         if not isinstance(responses, dict):
             raise errors.invalid_params("tasks/update needs params.inputResponses (an object)")
-        resume = False
 
         def apply(r: TaskRecord) -> bool:
-            nonlocal resume
             changed = False
             for key, value in responses.items():
                 # unknown, answered or superseded keys are ignored, as are malformed answers
@@ -323,14 +325,16 @@ class TaskRuntime:
             if changed and r.status == "input_required" and not r.input_requests:
                 r.lease_owner, r.lease_until = self.instance_id, time.time() + self.lease_s
                 r.touch("working", "Resuming with the answers")
-                resume = True
             elif changed:
                 r.touch()
             return changed
 
-        updated = await self.store.update(rec.task_id, apply)
-        if resume and updated is not None:
-            self._spawn(updated)
+        change = await self.store.update(rec.task_id, apply)
+        # Resume only when this call's committed write supplied the last answer: concurrent updates
+        # carrying the same answers (a client retrying) find nothing left to answer and write nothing.
+        if change is not None and change.written and change.before.status == "input_required" \
+                and change.after.status == "working":
+            self._spawn(change.after)
         return {"resultType": "complete"}
 
     async def cancel(self, req: Request, principal: str) -> dict[str, Any]:
@@ -349,10 +353,10 @@ class TaskRuntime:
                 r.touch()
             return True
 
-        after = await self.store.update(rec.task_id, ask)
+        change = await self.store.update(rec.task_id, ask)
         if local is not None:
             local.cancel()
-        elif after is not None and after.terminal:
+        elif change is not None and change.written and change.after.terminal:
             await self._publish(rec.task_id)
         return {"resultType": "complete"}
 

@@ -1,4 +1,4 @@
-"""The sans-IO validation ladder (REFERENCE.md §8.3): each rung, its code, its HTTP status, the echoed id."""
+"""The sans-IO validation ladder: each rung, its code, its HTTP status, the echoed id."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Mcp-Name / Mcp-Param-* value encoding and x-mcp-header annotations (REFERENCE.md §8.2, §8.4)."""
+"""Mcp-Name / Mcp-Param-* value encoding and x-mcp-header annotations."""
 
 from __future__ import annotations
 

@@ -1,0 +1,1 @@
+"""The Tasks extension (`io.modelcontextprotocol/tasks`): durable tool runs any instance can answer for."""
