@@ -220,3 +220,15 @@ def test_origin_policy() -> None:
     assert OriginPolicy.loopback(extra_origins=["*"]).origin_allowed("https://evil.example")
     off = OriginPolicy.disabled()
     assert off.enabled is False and off.origin_allowed("https://evil.example") and off.host_allowed("x")
+
+
+def test_mirrored_param_headers_are_for_tools_call_only() -> None:
+    from mcp_stateless.protocol.headers import mirror_headers
+
+    specs = param_headers({"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}})
+    params = {"name": "t", "arguments": {"region": "eu"}, "_meta": META}
+    assert mirror_headers("tools/call", params, specs) == {
+        "MCP-Protocol-Version": PV, "Mcp-Method": "tools/call", "Mcp-Name": "t", "Mcp-Param-Region": "eu"}
+    assert mirror_headers("prompts/get", params, specs) == {
+        "MCP-Protocol-Version": PV, "Mcp-Method": "prompts/get", "Mcp-Name": "t"}
+    assert mirror_headers("tools/list", params, specs) == {"MCP-Protocol-Version": PV, "Mcp-Method": "tools/list"}

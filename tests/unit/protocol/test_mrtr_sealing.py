@@ -127,3 +127,4 @@ def test_key_ring_from_config_parses_every_entry() -> None:
     with pytest.raises(ValueError) as e:
         KeyRing.from_config("no-colon-here")
     assert str(e.value) == "each key must be written kid:secret"
+
