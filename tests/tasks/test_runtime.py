@@ -14,6 +14,7 @@ from mcp_stateless.protocol import envelope
 from mcp_stateless.protocol.endpoint import Call, ListenEvent
 from mcp_stateless.protocol.envelope import Request
 from mcp_stateless.protocol.principal import Principal
+from mcp_stateless.tasks.host import Completed, NeedsInput, TaskOutcome
 from mcp_stateless.tasks.model import EXTENSION_ID, TaskRecord, new_task_id
 from mcp_stateless.tasks.store import MemoryTaskStore, SqliteTaskStore, TaskStore
 
@@ -311,3 +312,80 @@ async def test_redis_outage_is_a_clear_error_not_a_hang_and_recovers(tmp_path: P
         await app.aclose()
         await store.aclose()
         redis.stop()
+
+
+class ScriptHost:
+    """A `ToolHost` with no App behind it: the runtime needs nothing else of the server."""
+
+    def __init__(self, outcomes: list[TaskOutcome]) -> None:
+        self.outcomes = outcomes
+        self.ran: list[tuple[str, dict[str, Any]]] = []
+        self.published: list[str] = []
+
+    def retry_safe(self, tool: str) -> bool:
+        return False
+
+    async def run(self, rec: TaskRecord) -> TaskOutcome:
+        self.ran.append((rec.tool, dict(rec.answers)))
+        return self.outcomes.pop(0)
+
+    async def publish(self, task_id: str) -> None:
+        self.published.append(task_id)
+
+
+async def test_the_runtime_runs_tasks_through_any_tool_host() -> None:
+    store = MemoryTaskStore()
+    runtime = TaskRuntime(store)
+    asked = {"ok": {"method": "elicitation/create", "params": {"mode": "form", "message": "ok?",
+                                                               "requestedSchema": {"type": "object"}}}}
+    host = ScriptHost([NeedsInput(asked), Completed({"content": [{"type": "text", "text": "done"}]})])
+    runtime.attach(host)
+    req = Request("r1", "tools/call", {"name": "t", "arguments": {}}, "2026-07-28", {"extensions": {EXTENSION_ID: {}}},
+                  None, None, None)
+    rec = runtime.new_record("t", req, "alice", {}, {})
+    created = await runtime.create(rec)
+    assert created["resultType"] == "task" and created["taskId"] == rec.task_id
+    runtime.spawn(rec)
+    deadline = time.monotonic() + 5
+    while (got := await store.get(rec.task_id)) is None or got.status != "input_required":
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.01)
+    assert got.input_requests == asked
+    update = Request("r2", "tasks/update", {"taskId": rec.task_id, "inputResponses": {"ok": {"action": "accept"}}},
+                     "2026-07-28", {"extensions": {EXTENSION_ID: {}}}, None, None, None)
+    assert await runtime.update(update, "alice") == {"resultType": "complete"}
+    while (got := await store.get(rec.task_id)) is None or got.status != "completed":
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.01)
+    assert got.result == {"content": [{"type": "text", "text": "done"}], "resultType": "complete"}
+    assert host.ran == [("t", {}), ("t", {"ok": {"action": "accept"}})]
+    assert host.published == [rec.task_id, rec.task_id]
+    await runtime.aclose()
+
+
+async def test_malformed_answer_is_refused_and_the_task_keeps_waiting(store: TaskStore) -> None:
+    # on every engine (memory, SQLite, the real Redis): the record is never written with a malformed answer
+    app, _ = make_app(store)
+    tid = (await call(app, "tools/call", {"name": "confirm"}))["result"]["taskId"]
+    await poll(app, tid, {"input_required"})
+    for bad in ({"action": "maybe"}, {"action": "accept", "content": "yes"}, {}):
+        msg = await call(app, "tasks/update", {"taskId": tid, "inputResponses": {"sure": bad}})
+        assert msg["error"]["code"] == -32602
+        assert msg["error"]["message"] == "inputResponses['sure'] is not a valid elicitation/create result"
+        assert msg["error"]["data"] == {"taskId": tid, "key": "sure"}
+        r = (await call(app, "tasks/get", {"taskId": tid}))["result"]
+        assert r["status"] == "input_required" and list(r["inputRequests"]) == ["sure"]
+    rec = await store.get(tid)
+    assert rec is not None and rec.answers == {} and rec.status == "input_required"
+    # a malformed answer to a key that is not pending ("really" is not asked yet) is ignored like any unknown key
+    msg = await call(app, "tasks/update", {"taskId": tid, "inputResponses": {
+        "sure": {"action": "accept", "content": {"ok": True}}, "really": {"action": "maybe"}}})
+    assert msg["result"]["resultType"] == "complete"
+    r = await poll(app, tid, {"input_required"})
+    assert list(r["inputRequests"]) == ["really"]
+    msg = await call(app, "tasks/update", {"taskId": tid, "inputResponses": {"really": {"action": "maybe"}}})
+    assert msg["error"]["code"] == -32602
+    await call(app, "tasks/update", {"taskId": tid, "inputResponses": {
+        "really": {"action": "decline"}}})
+    r = await poll(app, tid, {"completed", "failed"})
+    assert r["status"] == "completed" and r["result"]["content"][0]["text"] == "{'ok': True} None"

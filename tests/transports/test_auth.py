@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import orjson
+import pytest
 
 from helpers import headers_for, rpc, validate_message
 from mcp_stateless import App, Context, HttpTransport
@@ -172,3 +173,12 @@ async def test_stdio_without_the_variable_presents_no_credentials_and_a_refusal_
     served, out = await _serve_stdio(StdioServer(app, environ={}), [whoami_call()])
     assert (served, out) == (False, [])
     assert [(c.transport, dict(c.headers)) for c in tokens.seen] == [("stdio", {})]
+
+
+async def test_stdio_reads_this_processs_environment_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(AUTHORIZATION_ENV, "Bearer bob")
+    tokens = Tokens()
+    served, out = await _serve_stdio(StdioServer(make_app(tokens)), [whoami_call()])
+    assert served
+    assert [m["result"]["content"][0]["text"] for m in out] == ["bob scopes=[] iss=None"]
+    assert [dict(c.headers) for c in tokens.seen] == [{"authorization": "Bearer bob"}]

@@ -53,7 +53,7 @@ def streaming_app(probe: Probe, **kw: Any) -> App:
     async def add_tool() -> str:
         app.add_tool(
             __import__("mcp_stateless.server.registry", fromlist=["Tool"]).Tool.build(
-                lambda: "new", name=f"dyn{len(app._tools)}"
+                lambda: "new", name=f"dyn{len(app.catalog.tools)}"
             )
         )
         return "added"

@@ -13,7 +13,7 @@ HEADER_MISMATCH = -32020
 MISSING_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 
-# REFERENCE.md §8.3: spec-mandated rows plus the official SDK's table for the rest.
+# The rows the 2026-07-28 Streamable HTTP transport mandates, plus the conventional mapping for the rest.
 _HTTP_STATUS: dict[int, int] = {
     PARSE_ERROR: 400,
     INVALID_REQUEST: 400,

@@ -29,7 +29,6 @@ instances never lose an update, and only one `end` (e.g. a commit) ever succeeds
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import copy
 import datetime
 import hashlib
@@ -45,11 +44,6 @@ import pydantic
 from ..state import DEFAULT_RETENTION_S, HandleRecord, HandleStore
 from .context import Context
 from .results import ToolError
-
-# The store of the app answering the current request (set by App for each tools/call).
-CURRENT_STORE: contextvars.ContextVar[HandleStore | None] = contextvars.ContextVar(
-    "mcp_stateless_handle_store", default=None
-)
 
 _PREFIX = re.compile(r"^[a-z][a-z0-9]{0,15}$")
 _TOKEN_BYTES = 24  # 192 bits
@@ -94,11 +88,10 @@ def digest(handle_id: str) -> str:
     return hashlib.sha256(handle_id.encode("utf-8")).hexdigest()
 
 
-def _store() -> HandleStore:
-    store = CURRENT_STORE.get()
-    if store is None:
-        raise RuntimeError("handles are only available while an App answers a request (no state store bound)")
-    return store
+def _store(ctx: Context) -> HandleStore:
+    if ctx.handles is None:
+        raise RuntimeError("this context has no handle store (handles need a Context built by an App)")
+    return ctx.handles
 
 
 class Handle:
@@ -191,7 +184,7 @@ class Handle:
     @classmethod
     async def mint(cls, ctx: Context, data: dict[str, Any] | None = None) -> Self:
         """Create a new handle owned by the request's principal, with `data` (JSON) behind it."""
-        store = _store()
+        store = _store(ctx)
         now = time.time()
         body = dict(data or {})
         for _ in range(3):
@@ -205,7 +198,7 @@ class Handle:
     @classmethod
     async def resolve(cls, handle_id: str, ctx: Context) -> Self:
         """The live handle `handle_id` of this request's principal, or a `HandleError`."""
-        store = _store()
+        store = _store(ctx)
         rec = await cls._load(store, handle_id, ctx.principal.id)
         inst = cls(rec, handle_id, store)
         if cls.sliding:

@@ -14,10 +14,11 @@ from typing import Any, Literal
 from ..protocol.caching import CacheHint
 from ..protocol.headers import ParamHeader, param_headers
 from .context import Context
-from .schema import InputBinding, OutputBinding, input_binding, output_binding
+from .schema import InputBinding, OutputBinding, input_binding, output_binding, string_converters
 from .templates import UriTemplate
 
 Handler = Callable[..., Any]
+Converters = dict[str, Callable[[str], Any]]  # parameter -> from the wire's string to its declared type
 # Tasks extension: whether a tool may run as a task, and when it becomes one ("start": before the handler
 # runs; "manual": when the handler awaits ctx.detach(), so MRTR questions before it stay synchronous).
 TaskSupport = Literal["forbidden", "optional", "required"]
@@ -151,6 +152,7 @@ class Prompt:
     icons: list[dict[str, Any]] | None = None
     is_async: bool = False
     descriptor: dict[str, Any] = field(default_factory=dict)
+    convert: Converters = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -180,6 +182,7 @@ class Prompt:
             title,
             icons,
             _is_async(fn),
+            convert=string_converters(fn, binding.injected),
         )
         d: dict[str, Any] = {"name": p.name}
         _put(d, "title", title)
@@ -205,6 +208,7 @@ class Resource:
     cache: CacheHint | None = None
     is_async: bool = False
     descriptor: dict[str, Any] = field(default_factory=dict)
+    convert: Converters = field(default_factory=dict)
 
     def describe(self) -> dict[str, Any]:
         d: dict[str, Any] = {"uri": self.uri, "name": self.name}
@@ -229,6 +233,7 @@ class ResourceTemplate:
     cache: CacheHint | None = None
     is_async: bool = False
     descriptor: dict[str, Any] = field(default_factory=dict)
+    convert: Converters = field(default_factory=dict)
 
     def describe(self) -> dict[str, Any]:
         d: dict[str, Any] = {"uriTemplate": self.template.template, "name": self.name}
@@ -241,3 +246,52 @@ class ResourceTemplate:
 
 def injected_params(fn: Handler, injectable: tuple[type, ...] = (Context,)) -> dict[str, type]:
     return input_binding(fn, injectable=injectable).injected
+
+
+def _check_variables(uri: str, template: UriTemplate | None, fn: Handler, injected: Mapping[str, type]) -> None:
+    """Every template variable is a parameter of the handler, and every parameter without a default
+    gets a value from the URI: a mismatch would fail every read, so it is refused at registration."""
+    kind = "resource template" if template is not None else "resource"
+    params: dict[str, bool] = {}  # name -> has a default
+    accepts_kwargs = False
+    for name, p in inspect.signature(fn).parameters.items():
+        if p.kind is inspect.Parameter.VAR_KEYWORD:
+            accepts_kwargs = True
+        elif name not in injected:
+            params[name] = p.default is not inspect.Parameter.empty
+    variables = template.variables if template is not None else []
+    fname = getattr(fn, "__name__", repr(fn))
+    for v in variables:
+        if v not in params and not accepts_kwargs:
+            raise ValueError(f"{kind} {uri!r}: variable {v!r} is not a parameter of {fname} "
+                             f"(parameters: {', '.join(params) or 'none'})")
+    for name, has_default in params.items():
+        if not has_default and name not in variables:
+            raise ValueError(f"{kind} {uri!r}: parameter {name!r} of {fname} has no template variable and no default")
+
+
+def build_resource(
+    uri: str,
+    fn: Handler,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    title: str | None = None,
+    mime_type: str | None = None,
+    size: int | None = None,
+    annotations: Mapping[str, Any] | None = None,
+    cache: CacheHint | None = None,
+) -> Resource | ResourceTemplate:
+    """A resource for a fixed URI or, when `uri` contains `{…}`, a resource template."""
+    inj = injected_params(fn)
+    desc = description if description is not None else (fn.__doc__ or "").strip() or None
+    ann = dict(annotations) if annotations else None
+    is_async = _is_async(fn)
+    template = UriTemplate(uri) if "{" in uri else None
+    _check_variables(uri, template, fn, inj)
+    convert = string_converters(fn, inj)
+    if template is not None:
+        return ResourceTemplate(template, name or fn.__name__, fn, inj, desc, title, mime_type, ann, cache,
+                                is_async, convert=convert)
+    return Resource(uri, name or fn.__name__, fn, inj, desc, title, mime_type, size, ann, cache, is_async,
+                    convert=convert)

@@ -6,11 +6,11 @@ import secrets
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
-EXTENSION_ID = "io.modelcontextprotocol/tasks"
-TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
-TERMINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
+from ..protocol.tasks import EXTENSION_ID, TERMINAL, TaskStatus
+
+__all__ = ["EXTENSION_ID", "TERMINAL", "TaskRecord", "TaskStatus", "iso", "new_task_id"]
 
 
 def new_task_id() -> str:

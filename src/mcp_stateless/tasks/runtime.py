@@ -24,16 +24,12 @@ from typing import TYPE_CHECKING, Any
 from ..protocol import errors
 from ..protocol.envelope import Request
 from ..protocol.errors import McpError
-from ..protocol.principal import Principal
-from ..server.context import Context, InputRequired
 from ..state.base import StateUnavailable
-from ..state.events import ChangeEvent
-from .model import EXTENSION_ID, TaskRecord, new_task_id
+from .host import NeedsInput, TaskOutcome, ToolHost
+from .model import EXTENSION_ID, TaskRecord, TaskStatus, new_task_id
 from .store import MemoryTaskStore, TaskStore
 
 if TYPE_CHECKING:
-    from ..server.app import App
-    from ..server.registry import Tool
     from ..state.base import StateBundle
 
 log = logging.getLogger("mcp_stateless.tasks")
@@ -41,6 +37,26 @@ log = logging.getLogger("mcp_stateless.tasks")
 REQUIRED_CAPABILITY: dict[str, Any] = {"extensions": {EXTENSION_ID: {}}}
 LOST_RUNNER = {"code": errors.INTERNAL_ERROR,
                "message": "The server instance running this task stopped before it finished; start it again."}
+
+
+def malformed_answer(request: Any, answer: Any) -> bool:
+    """Whether `answer` is NOT a well-formed result for the wire input request `request` (its
+    `method`): the same shape the handler's replay will insist on, checked before the answer is kept
+    so that a malformed one cannot fail the task later."""
+    method = request.get("method") if isinstance(request, dict) else None
+    if not isinstance(answer, dict):
+        return True
+    if method == "elicitation/create":
+        content = answer.get("content")
+        return answer.get("action") not in ("accept", "decline", "cancel") or (
+            content is not None and not isinstance(content, dict))
+    if method == "sampling/createMessage":
+        return not isinstance(answer.get("content"), dict | list) or "role" not in answer
+    if method == "roots/list":
+        roots = answer.get("roots")
+        return not isinstance(roots, list) or not all(
+            isinstance(r, dict) and isinstance(r.get("uri"), str) for r in roots)
+    return False  # a method this runtime does not know: the handler judges it
 
 
 def declares_tasks(capabilities: dict[str, Any]) -> bool:
@@ -69,13 +85,13 @@ class TaskRuntime:
         self.sweep_interval_s = sweep_interval_s
         self.max_attempts = max_attempts
         self.instance_id = instance_id or f"{os.getpid()}-{secrets.token_hex(4)}"
-        self._app: App | None = None
+        self._host: ToolHost | None = None
         self._running: dict[str, asyncio.Task[None]] = {}
         self._sweeper: asyncio.Task[None] | None = None
         self._closing = False
 
-    def attach(self, app: App) -> None:
-        self._app = app
+    def attach(self, host: ToolHost) -> None:
+        self._host = host
 
     def adopt_state(self, bundle: StateBundle) -> None:
         """Keep tasks in the app's state bundle, on the connection its handles and events use (closed by
@@ -84,9 +100,9 @@ class TaskRuntime:
             self.store = bundle.typed_store(TaskStore)
 
     @property
-    def app(self) -> App:
-        assert self._app is not None, "TaskRuntime is not attached to an App"
-        return self._app
+    def host(self) -> ToolHost:
+        assert self._host is not None, "TaskRuntime is not attached to a host (App.enable_tasks)"
+        return self._host
 
     # ------------------------------------------------------------------ lifecycle
     def ensure_started(self) -> None:
@@ -124,10 +140,9 @@ class TaskRuntime:
         def take(rec: TaskRecord) -> bool:
             if rec.status != "working" or rec.lease_until >= now:
                 return False
-            tool = self.app._tools.get(rec.tool)
             if rec.cancel_requested:
                 rec.touch("cancelled", "Cancelled by the client")
-            elif tool is not None and tool.retry_safe and rec.attempts < self.max_attempts:
+            elif self.host.retry_safe(rec.tool) and rec.attempts < self.max_attempts:
                 rec.lease_owner, rec.lease_until = self.instance_id, now + self.lease_s
                 rec.attempts += 1
                 rec.touch(message=f"re-running after a lost instance (attempt {rec.attempts})")
@@ -146,17 +161,17 @@ class TaskRuntime:
         if change.written and rec.terminal:
             await self._publish(task_id)
         elif change.written and rec.lease_owner == self.instance_id and rec.attempts > change.before.attempts:
-            self._spawn(rec)
+            self.spawn(rec)
         return rec
 
     # ------------------------------------------------------------------ creation
-    def new_record(self, tool: Tool, req: Request, principal: str, arguments: dict[str, Any],
+    def new_record(self, tool: str, req: Request, principal: str, arguments: dict[str, Any],
                    answers: dict[str, Any]) -> TaskRecord:
         now = time.time()
         return TaskRecord(
             task_id=new_task_id(),
             principal=principal,
-            tool=tool.name,
+            tool=tool,
             arguments=arguments,
             request_meta={"version": req.version, "capabilities": req.capabilities, "clientInfo": req.client_info},
             created_at=now,
@@ -176,39 +191,25 @@ class TaskRuntime:
         await self.store.create(rec)
         return {"resultType": "task", **rec.task_fields()}
 
-    def _spawn(self, rec: TaskRecord, runner: Awaitable[Any] | None = None) -> None:
+    def spawn(self, rec: TaskRecord, runner: Awaitable[TaskOutcome] | None = None) -> None:
+        """Run a stored task here: `runner` is the handler already running (started inline, then
+        detached), else the host runs the record's tool from the top."""
         tid = rec.task_id
         task = asyncio.get_running_loop().create_task(self._run(rec, runner))
         self._running[tid] = task
         task.add_done_callback(lambda _t: self._running.pop(tid, None))
 
-    def start(self, rec: TaskRecord, runner: Awaitable[Any] | None = None) -> None:
-        """Run a stored task here. `runner` is an already-running handler (created inline, then detached)."""
-        self._spawn(rec, runner)
-
-    def context_for(self, rec: TaskRecord) -> Context:
-        meta = rec.request_meta
-        req = Request(rec.task_id, "tools/call", {"name": rec.tool, "arguments": rec.arguments},
-                      meta.get("version", ""), meta.get("capabilities") or {}, meta.get("clientInfo"), None, None)
-        ctx = Context(req, Principal(rec.principal), None, dict(rec.answers), {}, True, asyncio.get_running_loop())
-        ctx.task_id = rec.task_id
-        return ctx
-
-    async def _run(self, rec: TaskRecord, runner: Awaitable[Any] | None) -> None:
+    async def _run(self, rec: TaskRecord, runner: Awaitable[TaskOutcome] | None) -> None:
         tid = rec.task_id
-        app = self.app
-        tool = app._tools.get(rec.tool)
         renew = asyncio.get_running_loop().create_task(self._renew(tid))
         try:
             if runner is None:
-                if tool is None:
-                    raise McpError(errors.INTERNAL_ERROR, f"tool {rec.tool!r} is no longer available")
-                ctx = self.context_for(rec)
-                runner = app.run_tool(tool, ctx, rec.arguments)
+                runner = self.host.run(rec)
             outcome = await runner
-            await self._finish(tid, "completed", result={**outcome, "resultType": "complete"})
-        except InputRequired as exc:
-            await self._park(tid, exc)
+            if isinstance(outcome, NeedsInput):
+                await self._park(tid, outcome)
+            else:
+                await self._finish(tid, "completed", result={**outcome.result, "resultType": "complete"})
         except McpError as e:
             await self._finish(tid, "failed", error=e.to_error())
         except asyncio.CancelledError:
@@ -246,7 +247,7 @@ class TaskRuntime:
                     task.cancel()
                 return
 
-    async def _finish(self, tid: str, status: str, *, result: dict[str, Any] | None = None,
+    async def _finish(self, tid: str, status: TaskStatus, *, result: dict[str, Any] | None = None,
                       error: dict[str, Any] | None = None, message: str | None = None) -> None:
         def done(rec: TaskRecord) -> bool:
             if rec.terminal:
@@ -255,18 +256,18 @@ class TaskRuntime:
             rec.result, rec.error = result, error
             rec.input_requests = {}
             rec.lease_owner, rec.lease_until = None, 0.0
-            rec.touch(status, message)  # type: ignore[arg-type]
+            rec.touch(status, message)
             return True
 
         await self.store.update(tid, done)
         await self._publish(tid)
 
-    async def _park(self, tid: str, exc: InputRequired) -> None:
+    async def _park(self, tid: str, asked: NeedsInput) -> None:
         def park(rec: TaskRecord) -> bool:
             if rec.terminal:
                 return False
-            fresh = {k: r for k, r in exc.requests.items() if k not in rec.answers}
-            rec.input_requests = {k: r.to_wire() for k, r in fresh.items()}
+            fresh = {k: r for k, r in asked.requests.items() if k not in rec.answers}
+            rec.input_requests = fresh
             rec.asked.extend(k for k in fresh if k not in rec.asked)
             rec.lease_owner, rec.lease_until = None, 0.0
             rec.touch("input_required", "Waiting for input")
@@ -287,7 +288,7 @@ class TaskRuntime:
 
     async def _publish(self, tid: str) -> None:
         with contextlib.suppress(Exception):
-            await self.app.events.publish(ChangeEvent("task", tid))
+            await self.host.publish(tid)
 
     # ------------------------------------------------------------------ tasks/* methods
     async def _owned(self, req: Request, principal: str) -> TaskRecord:
@@ -313,12 +314,20 @@ class TaskRuntime:
         responses = req.params.get("inputResponses")
         if not isinstance(responses, dict):
             raise errors.invalid_params("tasks/update needs params.inputResponses (an object)")
+        # A malformed answer to a pending key is refused before anything is written, so the task stays
+        # input_required and the client can correct it (kept, it would fail the task on replay).
+        for key, value in responses.items():
+            if key in rec.input_requests and malformed_answer(rec.input_requests[key], value):
+                method = rec.input_requests[key].get("method")
+                raise McpError(errors.INVALID_PARAMS, f"inputResponses[{key!r}] is not a valid {method} result",
+                               {"taskId": rec.task_id, "key": key})
 
         def apply(r: TaskRecord) -> bool:
             changed = False
             for key, value in responses.items():
-                # unknown, answered or superseded keys are ignored, as are malformed answers
-                if key in r.input_requests and isinstance(value, dict):
+                # unknown, answered or superseded keys are ignored (a retried update is harmless); an
+                # answer that became malformed for a concurrently re-asked key is skipped too
+                if key in r.input_requests and not malformed_answer(r.input_requests[key], value):
                     r.answers[key] = value
                     del r.input_requests[key]
                     changed = True
@@ -334,7 +343,7 @@ class TaskRuntime:
         # carrying the same answers (a client retrying) find nothing left to answer and write nothing.
         if change is not None and change.written and change.before.status == "input_required" \
                 and change.after.status == "working":
-            self._spawn(change.after)
+            self.spawn(change.after)
         return {"resultType": "complete"}
 
     async def cancel(self, req: Request, principal: str) -> dict[str, Any]:

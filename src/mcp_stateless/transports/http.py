@@ -13,7 +13,6 @@ Each request is authenticated before its body is read: a `Challenge` becomes its
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any
@@ -21,13 +20,19 @@ from typing import Any
 import orjson
 
 from ..protocol import envelope, errors, sse
+from ..protocol.encoding import encode_message
 from ..protocol.endpoint import Call, Endpoint, KeepAlive, ListenEnd, ListenItem, authenticator_for
 from ..protocol.envelope import Notification, Rejection, Request
 from ..protocol.errors import McpError
-from ..protocol.principal import Authenticator, Challenge, Credentials, Principal
+from ..protocol.principal import (
+    ANONYMOUS,
+    AnonymousAuthenticator,
+    Authenticator,
+    Challenge,
+    Credentials,
+    Principal,
+)
 from ..protocol.security import OriginPolicy
-
-log = logging.getLogger("mcp_stateless.http")
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -40,74 +45,23 @@ INSTANCE_ENV = "MCP_STATELESS_INSTANCE"
 _LOOPBACK_ADDRS = frozenset({"127.0.0.1", "::1", "localhost"})
 
 
-def _json(msg: Any) -> bytes:
-    try:
-        return orjson.dumps(msg)
-    except TypeError:
-        log.exception("a result could not be encoded as JSON")
-        err = McpError(errors.INTERNAL_ERROR, "Internal error: the result is not JSON-serialisable")
-        return orjson.dumps(errors.error_response(msg.get("id") if isinstance(msg, dict) else None, err))
-
-
 def _json_headers(length: int) -> list[tuple[bytes, bytes]]:
     # perf: a Content-Length lets uvicorn skip chunked framing for the (usual) JSON answer
     return [(b"content-type", b"application/json"), (b"content-length", b"%d" % length)]
 
 
-class _Outbox:
-    """Collects request-scoped notifications and wakes the response writer."""
+class _Wakeup:
+    """Wakes the response writer: the handler finished, emitted a notification, or the client went.
 
-    __slots__ = ("enabled", "pending", "wake")
+    perf: one future per wait, instead of an Event + a waker task + asyncio.wait() per request."""
 
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self.pending: list[dict[str, Any]] = []
-        self.wake: _Waiter | None = None
+    __slots__ = ("_future", "_loop")
 
-    def emit(self, message: dict[str, Any]) -> None:
-        if not self.enabled:
-            return
-        self.pending.append(message)
-        if self.wake is not None:
-            self.wake.wake()
-
-
-class _Waiter:
-    """Wakes the response writer when the handler finishes, emits a notification, or the client goes.
-
-    perf: one future per wait replaces an Event + a waker task + asyncio.wait() per request, and the
-    disconnect watcher (a task blocked in receive()) is started only if the handler is still running
-    after its first step: it is scheduled with call_soon right after the handler task, so it runs
-    straight after that step. A handler that answers without suspending (the common async tool)
-    thus costs one task; one that suspends is watched as before, and a disconnect cancels it.
-    """
-
-    __slots__ = ("_closed", "_future", "_loop", "_receive", "_task", "_watcher", "disconnected")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any], receive: Receive) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._task = task
-        self._receive = receive
         self._future: asyncio.Future[None] | None = None
-        self._watcher: asyncio.Task[None] | None = None
-        self._closed = False
-        self.disconnected = False
-        task.add_done_callback(self._on_done)
-        loop.call_soon(self._start_watcher)
 
-    def _start_watcher(self) -> None:
-        if not self._closed and not self._task.done():
-            self._watcher = self._loop.create_task(self._watch())
-
-    async def _watch(self) -> None:
-        await _wait_disconnect(self._receive)
-        self.disconnected = True
-        self.wake()
-
-    def _on_done(self, _task: object) -> None:
-        self.wake()
-
-    def wake(self) -> None:
+    def set(self) -> None:
         f = self._future
         if f is not None and not f.done():
             f.set_result(None)
@@ -119,37 +73,54 @@ class _Waiter:
         finally:
             self._future = None
 
-    def close(self) -> None:
-        self._closed = True
-        if self._watcher is not None:
-            self._watcher.cancel()
+
+class _Outbox:
+    """Collects request-scoped notifications and wakes the response writer."""
+
+    __slots__ = ("enabled", "pending", "wake")
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.pending: list[dict[str, Any]] = []
+        self.wake: _Wakeup | None = None
+
+    def emit(self, message: dict[str, Any]) -> None:
+        if not self.enabled:
+            return
+        self.pending.append(message)
+        if self.wake is not None:
+            self.wake.set()
 
 
-class _CancelOnDisconnect:
-    """Cancels `task` when the client disconnects. The watcher (a task blocked in receive()) is started
-    with call_soon, i.e. only once `task` first suspends: a handler that answers without suspending
-    never pays for it."""
+class _DisconnectWatch:
+    """Calls `then()` (and sets `disconnected`) when the client goes away while `task` runs.
 
-    __slots__ = ("_closed", "_loop", "_receive", "_task", "_watcher", "disconnected")
+    perf: the watcher (a task blocked in receive()) is scheduled with call_soon right after `task`
+    starts, so it only exists once `task` first suspends: a handler that answers without suspending
+    (the common async tool) never pays for it."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any], receive: Receive) -> None:
+    __slots__ = ("_closed", "_loop", "_receive", "_task", "_then", "_watcher", "disconnected")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any], receive: Receive,
+                 then: Callable[[], object]) -> None:
         self._loop = loop
         self._task = task
         self._receive = receive
+        self._then = then
         self._watcher: asyncio.Task[None] | None = None
         self._closed = False
         self.disconnected = False
         loop.call_soon(self._start)
 
     def _start(self) -> None:
-        if not self._closed:
+        if not self._closed and not self._task.done():
             self._watcher = self._loop.create_task(self._watch())
 
     async def _watch(self) -> None:
         await _wait_disconnect(self._receive)
         if not self._closed:
             self.disconnected = True
-            self._task.cancel()
+            self._then()
 
     def close(self) -> None:
         self._closed = True
@@ -178,6 +149,8 @@ class HttpTransport:
     ) -> None:
         self.endpoint = endpoint
         self.authenticator = authenticator_for(endpoint, authenticator)
+        # perf: with no authentication configured, skip the authenticator's coroutine on every request
+        self._anonymous = isinstance(self.authenticator, AnonymousAuthenticator)
         self.path = path
         self.origin_policy = origin_policy
         self._loopback_policy = OriginPolicy.loopback()
@@ -255,7 +228,7 @@ class HttpTransport:
                 errors.INVALID_REQUEST, "Accept must list application/json and text/event-stream"))
             return
 
-        who = await self.authenticator.authenticate(Credentials("http", headers))
+        who = ANONYMOUS if self._anonymous else await self.authenticator.authenticate(Credentials("http", headers))
         if isinstance(who, Challenge):
             await _challenge(send, who)
             return
@@ -322,14 +295,16 @@ class HttpTransport:
             return
         loop = asyncio.get_running_loop()
         task = loop.create_task(self.endpoint.handle(req, call))
-        waiter = outbox.wake = _Waiter(loop, task, receive)
+        wake = outbox.wake = _Wakeup(loop)
+        task.add_done_callback(lambda _t: wake.set())
+        watch = _DisconnectWatch(loop, task, receive, wake.set)
         streaming = not can_json
         started = False
         try:
             while True:
-                if not outbox.pending and not task.done() and not waiter.disconnected:
-                    await waiter.wait()
-                if waiter.disconnected:
+                if not outbox.pending and not task.done() and not watch.disconnected:
+                    await wake.wait()
+                if watch.disconnected:
                     task.cancel()
                     return
                 if outbox.pending:
@@ -337,14 +312,14 @@ class HttpTransport:
                         streaming = True
                         started = True
                         await send({"type": "http.response.start", "status": 200, "headers": sse.HEADERS})
-                    frames = b"".join(sse.event(_json(m)) for m in outbox.pending)
+                    frames = b"".join(sse.event(encode_message(m)) for m in outbox.pending)
                     outbox.pending.clear()
                     await send({"type": "http.response.body", "body": frames, "more_body": True})
                 if task.done():
                     break
             reply = task.result()
             outbox.enabled = False
-            data = _json(reply.message)
+            data = encode_message(reply.message)
             if streaming:
                 if not started:
                     await send({"type": "http.response.start", "status": 200, "headers": sse.HEADERS})
@@ -356,18 +331,18 @@ class HttpTransport:
         finally:
             if not task.done():
                 task.cancel()
-            waiter.close()
+            watch.close()
 
     async def _request_inline(
         self, req: Request, call: Call, outbox: _Outbox, can_json: bool, receive: Receive, send: Send
     ) -> None:
         """perf: a request without a progressToken or logLevel gets no notification while it runs, so
         its handler is awaited right in this task (no handler task, fewer loop turns). A disconnect
-        still cancels it: `_CancelOnDisconnect` cancels this task, and the cancellation it caused is
+        still cancels it: `_DisconnectWatch` cancels this task, and the cancellation it caused is
         taken back here (uncancel) so the ASGI call ends quietly, writing nothing more."""
         me = asyncio.current_task()
         assert me is not None
-        guard = _CancelOnDisconnect(asyncio.get_running_loop(), me, receive)
+        guard = _DisconnectWatch(asyncio.get_running_loop(), me, receive, me.cancel)
         try:
             reply = await self.endpoint.handle(req, call)
         except asyncio.CancelledError:
@@ -381,9 +356,9 @@ class HttpTransport:
             me.uncancel()
             return
         outbox.enabled = False
-        data = _json(reply.message)
+        data = encode_message(reply.message)
         if outbox.pending or not can_json:  # something emitted anyway, or the client takes SSE only
-            frames = b"".join(sse.event(_json(m)) for m in outbox.pending)
+            frames = b"".join(sse.event(encode_message(m)) for m in outbox.pending)
             await send({"type": "http.response.start", "status": 200, "headers": sse.HEADERS})
             await send({"type": "http.response.body", "body": frames + sse.event(data)})
             return
@@ -399,28 +374,30 @@ class HttpTransport:
             await _error(send, errors.http_status_for(e.code), req.id, e)
             return
         loop = asyncio.get_running_loop()
-        disconnect = loop.create_task(_wait_disconnect(receive))
         await send({"type": "http.response.start", "status": 200, "headers": sse.HEADERS})
         await send({"type": "http.response.body", "body": _frame(first), "more_body": True})
-        # perf: one pump task per stream, waited for once together with the disconnect watcher, instead
-        # of a task and an asyncio.wait() per message: an event reaches 10k idle streams much sooner.
+        # perf: one pump task per stream, waited for once and cancelled by the disconnect watcher,
+        # instead of a task and an asyncio.wait() per message: an event reaches 10k idle streams sooner.
         pump = loop.create_task(_pump(stream, send))
+        watch = _DisconnectWatch(loop, pump, receive, pump.cancel)
         try:
-            await asyncio.wait((pump, disconnect), return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait((pump,))
         finally:
-            disconnect.cancel()
+            watch.close()
             if not pump.done():
                 pump.cancel()
                 await asyncio.wait((pump,))  # let it unwind before aclose() below
             await stream.aclose()
-        if not pump.cancelled() and pump.exception() is not None:
-            raise pump.exception()  # type: ignore[misc]
+        if not pump.cancelled():
+            failure = pump.exception()
+            if failure is not None:
+                raise failure
 
 
 def _frame(item: ListenItem) -> bytes:
     if isinstance(item, KeepAlive):
         return sse.KEEPALIVE
-    return sse.event(_json(item.message))
+    return sse.event(encode_message(item.message))
 
 
 async def _pump(stream: AsyncIterator[ListenItem], send: Send) -> None:

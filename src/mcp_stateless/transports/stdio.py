@@ -25,9 +25,8 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import orjson
-
 from ..protocol import envelope, errors
+from ..protocol.encoding import encode_message
 from ..protocol.endpoint import Call, Endpoint, ListenEnd, ListenEvent, authenticator_for
 from ..protocol.envelope import Notification, Rejection, Request
 from ..protocol.errors import McpError
@@ -76,13 +75,7 @@ class StdioServer:
 
     # -- output ---------------------------------------------------------------------
     def write(self, message: Any) -> None:
-        try:
-            line = orjson.dumps(message) + b"\n"
-        except TypeError:
-            log.exception("message could not be encoded")
-            mid = message.get("id") if isinstance(message, dict) else None
-            err = McpError(errors.INTERNAL_ERROR, "Internal error")
-            line = orjson.dumps(errors.error_response(mid, err)) + b"\n"
+        line = encode_message(message) + b"\n"
         if self._out is not None:
             self._out.write(line)
         elif self._out_fd is not None:

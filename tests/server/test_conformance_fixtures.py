@@ -1,4 +1,4 @@
-"""examples/conformance_server.py: the exact output of every fixture (CONFORMANCE.md §3), since the official
+"""examples/conformance_server.py: the exact output of every fixture, since the official
 suite only checks shapes. Every reply is also validated against the 2026-07-28 schema by the driver."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""REFERENCE.md §8.3, row by row, through the ASGI transport: HTTP status, JSON-RPC code, echoed id."""
+"""The HTTP status table (spec plus official SDK rows), row by row, through the ASGI transport:
+HTTP status, JSON-RPC code, echoed id."""
 
 from __future__ import annotations
 
