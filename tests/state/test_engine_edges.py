@@ -73,3 +73,18 @@ async def test_a_swap_that_never_wins_reports_failure() -> None:
     assert await handles.swap("k1", 1, {"n": 1}, rec.expires_at, rec.purge_at, False) is False
     got = await handles.get("k1")
     assert got is not None and got.data == {"n": 0}
+
+
+async def test_a_touch_extends_the_purge_time_in_the_record_and_in_the_engine() -> None:
+    handles = HandleStore(MemoryRecords())
+    now = time.time()
+    rec = HandleRecord("k1", "alice", "imp", {"n": 0}, 1, now, now + 0.1, now + 0.15)
+    await handles.create(rec)
+    await handles.touch("k1", now + 0.2, now + 0.4)
+    await handles.touch("k1", now + 0.3, now + 0.35)  # a later expiry never pulls the purge time earlier
+    got = await handles.get("k1")
+    assert got is not None and (got.expires_at, got.purge_at, got.version) == (now + 0.3, now + 0.4, 1)
+    await asyncio.sleep(max(0.0, now + 0.25 - time.time()))
+    assert await handles.records.get(NAMESPACE, "k1") is not None  # past the first purge time: extended
+    await asyncio.sleep(max(0.0, now + 0.5 - time.time()))
+    assert await handles.records.get(NAMESPACE, "k1") is None  # the engine drops it at the new purge time

@@ -92,6 +92,7 @@ def test_headers_trim_spaces_and_tabs_only() -> None:
     assert rejection(msg(), {**base, "mcp-protocol-version": f"{PV}\x0b"})[1:3] == (
         -32020, f"MCP-Protocol-Version header '{PV}' does not match params._meta protocolVersion '{PV}'")
     assert rejection(msg(), {**base, "mcp-protocol-version": f"{PV}X"})[1] == -32020
+    assert rejection(msg(), {**base, "mcp-method": "tools/list\x0b"})[1] == -32020
     assert rejection(msg(), {**base, "mcp-method": "tools/listX"})[1:3] == (
         -32020, "Mcp-Method header 'tools/listX' does not match method 'tools/list'")
     assert rejection(msg(), {"mcp-method": "tools/list"})[1:3] == (-32020, "MCP-Protocol-Version header is missing")
