@@ -51,6 +51,7 @@ async def test_a_swap_moves_the_purge_time_of_the_stored_record() -> None:
     assert await handles.swap("k1", 1, {"n": 1}, rec.expires_at, soon, False)
     got = await handles.get("k1")
     assert got is not None and got.purge_at == soon and got.data == {"n": 1}
+    assert (got.created_at, got.expires_at, got.principal, got.kind) == (rec.created_at, rec.expires_at, "alice", "imp")
     await asyncio.sleep(0.2)
     assert await handles.records.get(NAMESPACE, "k1") is None  # the engine dropped it at the new purge time
 

@@ -45,6 +45,7 @@ LEVELS = "debug, info, notice, warning, error, critical, alert, emergency"
 
 @pytest.mark.parametrize(("message", "expected"), [
     ("text", (400, -32600, "A JSON-RPC message must be an object", None)),
+    ({**msg(), "jsonrpc": "1.0"}, (400, -32600, 'jsonrpc must be "2.0"', None)),
     ({"jsonrpc": "2.0", "id": 1, "result": {}}, (400, -32600, "Clients must not send responses", None)),
     ({"jsonrpc": "2.0", "id": 1, "error": {}}, (400, -32600, "Clients must not send responses", None)),
     ({"jsonrpc": "2.0", "id": 1}, (400, -32600, "method must be a string", None)),
@@ -58,7 +59,7 @@ LEVELS = "debug, info, notice, warning, error, critical, alert, emergency"
     (msg(meta={"progressToken": 1.5}), (400, -32602, "progressToken must be a string or an integer", None)),
     (msg(meta={"io.modelcontextprotocol/protocolVersion": "2099-01-01"}),
      (400, -32022, "Unsupported protocol version", {"supported": [PV], "requested": "2099-01-01"})),
-], ids=["not-object", "result", "error", "no-method", "null-params", "float-id", "client-info", "log-level",
+], ids=["not-object", "jsonrpc", "result", "error", "no-method", "null-params", "float-id", "client-info", "log-level",
         "progress-token", "version"])
 def test_each_rejection_says_exactly_what_is_wrong(message: Any, expected: tuple[int, int, str, Any]) -> None:
     assert rejection(message) == expected
