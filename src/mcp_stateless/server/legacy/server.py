@@ -1,0 +1,324 @@
+"""`LegacyServer`: the 2025-era half of a dual-era endpoint (the `LegacyEndpoint` seam).
+
+It answers `initialize` (negotiating 2025-11-25 down to 2025-03-26), `ping`, `logging/setLevel`,
+`resources/subscribe`/`unsubscribe`, the app's own methods through `bridge`, clients' responses to
+server->client requests, the standalone GET stream (list changes and subscribed resource updates, from
+the state bus, so a change made on any instance arrives) and DELETE. Nothing here is kept per process:
+any instance sharing the key ring and the state store serves any session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ...protocol import errors
+from ...protocol.endpoint import KEEPALIVE, LegacyAnswer, LegacyItem, Outbox, SseEvent, StdioSession
+from ...protocol.envelope import LOG_LEVEL_RANK, LOG_LEVELS, Rejection
+from ...protocol.errors import McpError, error_response
+from ...protocol.legacy import (
+    SERVED_VERSIONS,
+    SESSION_HEADER,
+    VERSION_HEADER,
+    LegacyNotification,
+    LegacyRequest,
+    LegacyResponse,
+    classify,
+    negotiate,
+    session_not_found,
+    session_required,
+)
+from ...protocol.mrtr import MRTR_METHODS
+from ...protocol.principal import Principal
+from ...state import StateBundle
+from . import bridge
+from .peer import Peer
+from .sessions import Session, Sessions, SessionState
+
+if TYPE_CHECKING:
+    from ..app import App
+
+log = logging.getLogger("mcp_stateless.legacy")
+
+_LIST_CHANGED = {
+    "tools": "notifications/tools/list_changed",
+    "prompts": "notifications/prompts/list_changed",
+    "resources": "notifications/resources/list_changed",
+}
+_STREAM_BACKLOG = 4096  # messages a slow client may fall behind on one stream before the oldest go
+
+
+class LegacyServer:
+    """Serves 2025-era clients from `app`'s handlers. `session_ttl_s`: how long a session id stays
+    valid; `request_timeout_s`: how long a call waits for a client's answer to a server->client request."""
+
+    def __init__(self, app: App, *, session_ttl_s: float = 24 * 3600.0, request_timeout_s: float = 300.0,
+                 keepalive_s: float | None = None, versions: tuple[str, ...] = SERVED_VERSIONS) -> None:
+        self.app = app
+        self.session_ttl_s = session_ttl_s
+        self.request_timeout_s = request_timeout_s
+        self.keepalive_s = keepalive_s
+        self.versions = versions
+        self._own_state: StateBundle | None = None
+
+    # ------------------------------------------------------------------ shared parts, read per use
+    def _state(self) -> StateBundle:
+        """The app's state (shared by instances), or this process's memory when it has none."""
+        if self.app.state is not None:
+            return self.app.state
+        if self._own_state is None:
+            from ...state.memory import open_bundle
+
+            self._own_state = open_bundle()
+        return self._own_state
+
+    @property
+    def sessions(self) -> Sessions:
+        return Sessions(self.app.ensure_key_ring(), self._state().records, self.session_ttl_s)
+
+    @property
+    def peer(self) -> Peer:
+        return Peer(self._state().records, self._state().bus, self.request_timeout_s)
+
+    # ------------------------------------------------------------------ the seam
+    async def exchange(self, http_method: str, message: Any, headers: Mapping[str, str],
+                       principal: Principal, can_sse: bool) -> LegacyAnswer:
+        try:
+            return await self._exchange(http_method, message, headers, principal, can_sse)
+        except McpError as e:  # e.g. the state store is unreachable
+            return LegacyAnswer(500 if e.code == errors.INTERNAL_ERROR else 400, error_response(None, e))
+
+    async def _exchange(self, http_method: str, message: Any, headers: Mapping[str, str],
+                        principal: Principal, can_sse: bool) -> LegacyAnswer:
+        decision = None
+        if http_method == "POST":
+            decision = classify(message)
+            if isinstance(decision, Rejection):
+                return _rejected(decision)
+            if isinstance(decision, LegacyRequest) and decision.method == "initialize":
+                return self._initialize(decision, principal)
+        rid = decision.id if isinstance(decision, LegacyRequest) else None
+        sid = headers.get(SESSION_HEADER)
+        if sid is None:
+            return _rejected(session_required(rid))
+        sessions = self.sessions
+        session = sessions.open(sid.strip(), principal.id)
+        if session is None:
+            return _rejected(session_not_found(rid))
+        state = await sessions.state(session)
+        if state.deleted:
+            return _rejected(session_not_found(rid, "Session not found: it was terminated"))
+        hv = headers.get(VERSION_HEADER)
+        if hv is not None and hv.strip() != session.version:
+            return _rejected(Rejection(400, rid, McpError(
+                errors.INVALID_REQUEST,
+                f"Bad Request: MCP-Protocol-Version {hv.strip()!r} is not this session's {session.version!r}")))
+        if http_method == "GET":
+            if not can_sse:
+                return _rejected(Rejection(406, None, McpError(
+                    errors.INVALID_REQUEST, "Not Acceptable: the GET stream needs Accept: text/event-stream")))
+            return LegacyAnswer(200, stream=self.events(session))
+        if http_method == "DELETE":
+            await sessions.update(session, _terminate)
+            return LegacyAnswer(200)
+        if isinstance(decision, LegacyNotification):
+            return LegacyAnswer(202)
+        if isinstance(decision, LegacyResponse):
+            if await self.peer.answer(session, decision):
+                return LegacyAnswer(202)
+            return _rejected(Rejection(400, None, McpError(
+                errors.INVALID_REQUEST, f"no request with id {decision.id!r} is waiting for a response")))
+        assert isinstance(decision, LegacyRequest)
+        return await self._request(decision, session, state, principal, headers, can_sse)
+
+    # ------------------------------------------------------------------ lifecycle
+    def _initialize(self, req: LegacyRequest, principal: Principal) -> LegacyAnswer:
+        return self.initialize(req, principal)[0]
+
+    def initialize(self, req: LegacyRequest, principal: Principal) -> tuple[LegacyAnswer, Session | None]:
+        """The answer to `initialize`, and the session it opened (None when refused)."""
+        params = req.params
+        requested = params.get("protocolVersion")
+        caps = params.get("capabilities", {})
+        info = params.get("clientInfo")
+        if not isinstance(requested, str):
+            return _error(req, errors.invalid_params("initialize needs params.protocolVersion (a string)")), None
+        if not isinstance(caps, dict):
+            return _error(req, errors.invalid_params("params.capabilities must be an object")), None
+        if info is not None and not isinstance(info, dict):
+            return _error(req, errors.invalid_params("params.clientInfo must be an object")), None
+        version = negotiate(requested, self.versions)
+        sid, session = self.sessions.issue(principal.id, version, caps, info)
+        app = self.app
+        result: dict[str, Any] = {
+            "protocolVersion": version,
+            "capabilities": legacy_capabilities(app.capabilities()),
+            "serverInfo": dict(app.server_info),
+        }
+        if app.instructions:
+            result["instructions"] = app.instructions
+        answer = LegacyAnswer(200, {"jsonrpc": "2.0", "id": req.id, "result": result},
+                              headers=((SESSION_HEADER, sid),))
+        return answer, session
+
+    # ------------------------------------------------------------------ requests
+    async def _request(self, req: LegacyRequest, session: Session, state: SessionState, principal: Principal,
+                       headers: Mapping[str, str] | None, can_sse: bool, outbox: Outbox | None = None) -> LegacyAnswer:
+        """One request of a live session. `outbox`: where its notifications and server->client requests go
+        when the transport has a channel of its own (stdio); on HTTP, the call's SSE stream."""
+        method = req.method
+        if method == "ping":
+            return _ok(req, {})
+        if method == "logging/setLevel":
+            level = req.params.get("level")
+            if level not in LOG_LEVEL_RANK:
+                return _error(req, errors.invalid_params(f"level must be one of {', '.join(LOG_LEVELS)}"))
+            await self.sessions.update(session, lambda s: setattr(s, "log_level", level))
+            return _ok(req, {})
+        if method in ("resources/subscribe", "resources/unsubscribe"):
+            uri = req.params.get("uri")
+            if not isinstance(uri, str):
+                return _error(req, errors.invalid_params(f"{method} needs params.uri"))
+            change = _subscribe(uri) if method == "resources/subscribe" else _unsubscribe(uri)
+            try:
+                await self.sessions.update(session, change)
+            except McpError as e:
+                return _error(req, e)
+            return _ok(req, {})
+        if method not in bridge.BRIDGED_METHODS or method not in self.app.table.methods:
+            return _error(req, errors.method_not_found(method))
+        peer = self.peer
+        if outbox is None and can_sse and method in MRTR_METHODS:
+            # A call that may notify or ask the client answers on its own SSE stream.
+            def start(outbox: _StreamOutbox) -> Awaitable[dict[str, Any]]:
+                return bridge.run(self.app, peer, session, state, req, principal, outbox, headers)
+
+            return LegacyAnswer(200, stream=_call_stream(start))
+        message = await bridge.run(self.app, peer, session, state, req, principal, outbox, headers)
+        return LegacyAnswer(200, message)
+
+    # ------------------------------------------------------------------ the GET stream
+    async def events(self, session: Session) -> AsyncGenerator[LegacyItem, None]:
+        sub = self.app.events.subscribe()
+        keepalive = self.keepalive_s if self.keepalive_s is not None else self.app.listen_keepalive_s
+        try:
+            await sub.ready()
+            yield KEEPALIVE  # subscribed: the transport sends the headers only now
+            while True:
+                event = await sub.get(keepalive)
+                if event is None:
+                    yield KEEPALIVE
+                    continue
+                if event.kind == "end":
+                    return
+                notify = _LIST_CHANGED.get(event.kind)
+                if notify is not None:
+                    yield SseEvent({"jsonrpc": "2.0", "method": notify})
+                elif event.kind == "resource_updated" and event.uri is not None:
+                    state = await self.sessions.state(session)
+                    if state.deleted:
+                        return
+                    if event.uri in state.subscriptions:
+                        yield SseEvent({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                                        "params": {"uri": event.uri}})
+        finally:
+            sub.close()
+
+    def stdio_session(self, principal: Principal, write: Callable[[dict[str, Any]], None]) -> StdioSession:
+        from .stdio import LegacyStdioSession
+
+        return LegacyStdioSession(self, principal, write)
+
+
+def legacy_capabilities(modern: dict[str, Any]) -> dict[str, Any]:
+    """The server capabilities a 2025 client understands (modern extensions stay on the modern path)."""
+    return {k: v for k, v in modern.items() if k != "extensions"}
+
+
+class _StreamOutbox:
+    """A call's messages for its SSE stream: bounded, never blocks the handler."""
+
+    __slots__ = ("_wake", "pending")
+
+    def __init__(self) -> None:
+        self.pending: collections.deque[dict[str, Any]] = collections.deque(maxlen=_STREAM_BACKLOG)
+        self._wake: asyncio.Future[None] | None = None
+
+    def emit(self, message: dict[str, Any]) -> None:
+        self.pending.append(message)
+        self.wake()
+
+    def wake(self) -> None:
+        w = self._wake
+        if w is not None and not w.done():
+            w.set_result(None)
+
+    async def wait(self) -> None:
+        self._wake = asyncio.get_running_loop().create_future()
+        try:
+            await self._wake
+        finally:
+            self._wake = None
+
+
+async def _call_stream(start: Callable[[_StreamOutbox], Awaitable[dict[str, Any]]]) -> AsyncGenerator[LegacyItem, None]:
+    """Notifications and server->client requests as the handler emits them, then its response."""
+    outbox = _StreamOutbox()
+    task = asyncio.ensure_future(start(outbox))
+    task.add_done_callback(lambda _t: outbox.wake())
+    try:
+        yield KEEPALIVE  # headers go out now: the client knows its call is being answered
+        while True:
+            while outbox.pending:
+                yield SseEvent(outbox.pending.popleft())
+            if task.done():
+                break
+            await outbox.wait()
+        while outbox.pending:
+            yield SseEvent(outbox.pending.popleft())
+        yield SseEvent(task.result())
+    finally:
+        if not task.done():
+            task.cancel()
+
+
+def _terminate(state: SessionState) -> None:
+    state.deleted = True
+    state.subscriptions = []
+
+
+MAX_SUBSCRIPTIONS = 1000  # per session: the shared record stays small
+
+
+def _subscribe(uri: str) -> Callable[[SessionState], None]:
+    def change(state: SessionState) -> None:
+        if uri not in state.subscriptions:
+            if len(state.subscriptions) >= MAX_SUBSCRIPTIONS:
+                raise errors.invalid_params(f"a session may subscribe to at most {MAX_SUBSCRIPTIONS} resources")
+            state.subscriptions.append(uri)
+
+    return change
+
+
+def _unsubscribe(uri: str) -> Callable[[SessionState], None]:
+    def change(state: SessionState) -> None:
+        if uri in state.subscriptions:
+            state.subscriptions.remove(uri)
+
+    return change
+
+
+def _ok(req: LegacyRequest, result: dict[str, Any]) -> LegacyAnswer:
+    return LegacyAnswer(200, {"jsonrpc": "2.0", "id": req.id, "result": result})
+
+
+def _error(req: LegacyRequest, err: McpError) -> LegacyAnswer:
+    # A JSON-RPC error of a live session travels with 200, as 2025 clients expect (a 4xx is a transport failure).
+    return LegacyAnswer(200, error_response(req.id, err))
+
+
+def _rejected(r: Rejection) -> LegacyAnswer:
+    return LegacyAnswer(r.status, r.body())
