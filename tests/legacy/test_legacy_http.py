@@ -213,9 +213,9 @@ def test_get_stream_hears_changes_made_on_the_other_instance(pair: tuple[str, st
     reader = threading.Thread(target=_read_get_stream, args=(a, sid, got, ready, 2), daemon=True)
     reader.start()
     assert ready.wait(10)
-    httpx.post(b, json=msg("tools/call", {"name": "touch", "arguments": {"uri": "test://other"}}, 3), headers=headers(sid))
-    httpx.post(b, json=msg("tools/call", {"name": "touch", "arguments": {"uri": "test://watched"}}, 4), headers=headers(sid))
-    httpx.post(b, json=msg("tools/call", {"name": "change_tools", "arguments": {}}, 5), headers=headers(sid))
+    for i, (tool, args) in enumerate([("touch", {"uri": "test://other"}), ("touch", {"uri": "test://watched"}),
+                                      ("change_tools", {})]):
+        httpx.post(b, json=msg("tools/call", {"name": tool, "arguments": args}, 3 + i), headers=headers(sid))
     reader.join(15)
     assert got == [
         {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "test://watched"}},
