@@ -75,3 +75,39 @@ def test_ts_sdk1_client_full_session(transport: str) -> None:
     assert out["updated"] == ["test://watched"]
     assert out["toolsChanged"] >= 1
     assert out["ping"] == {}
+
+
+MCP_PY = ROOT / ".cache" / "venv-mcp-2.3.0" / "bin" / "python"
+PY_SCRIPT = Path(__file__).parent / "py" / "mcp_legacy_client.py"
+
+
+def run_py(args: list[str]) -> dict[str, Any]:
+    need(MCP_PY, "the mcp 2.3.0 venv")
+    done = subprocess.run([str(MCP_PY), str(PY_SCRIPT), *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=90)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return got
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+def test_python_mcp_client_in_legacy_mode(transport: str) -> None:
+    with target(transport) as args:
+        out = run_py(["legacy", *args])
+    assert out["version"] == "2025-11-25"
+    assert "ask_twice" in out["tools"]
+    assert out["greet"] == "Hello, Ann!"
+    assert out["askName"] == "Hello, Py (accept)"
+    assert out["askTwice"] == "Py then yes"
+    assert out["asked"] == ["What is your name?", "First?"]
+    assert out["sampled"] == ["Say something"]
+    assert out["chatty"] == "done"
+    assert out["logs"] == ["info line", "error line"]
+
+
+def test_python_mcp_client_in_auto_mode_lands_modern() -> None:
+    with target("http") as args:
+        out = run_py(["auto", *args])
+    assert out["version"] == "2026-07-28"
+    assert out["askName"] == "Hello, Py (accept)"  # the same handler, through MRTR this time
+    assert out["askTwice"] == "Py then yes"
