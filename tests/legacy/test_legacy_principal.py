@@ -57,3 +57,13 @@ def test_without_a_legacy_branch_initialize_is_refused(served: Callable[..., Ser
     r = httpx.post(s.url, headers={"accept": ACCEPT}, json={
         "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": V, "capabilities": {}}})
     assert (r.status_code, r.json()["error"]["code"]) == (404, -32601)
+
+
+def test_oversized_capabilities_are_refused(served: Callable[..., Served]) -> None:
+    app = _app()
+    s = served(app, legacy=LegacyServer(app))
+    r = httpx.post(s.url, headers={"accept": ACCEPT}, json={
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": V, "capabilities": {"x": "y" * 5000}}})
+    assert r.status_code == 200 and r.json()["error"]["code"] == -32602
+    assert "mcp-session-id" not in r.headers

@@ -48,6 +48,7 @@ _LIST_CHANGED = {
     "prompts": "notifications/prompts/list_changed",
     "resources": "notifications/resources/list_changed",
 }
+MAX_SESSION_ID = 4096  # characters
 _STREAM_BACKLOG = 4096  # messages a slow client may fall behind on one stream before the oldest go
 
 
@@ -152,6 +153,9 @@ class LegacyServer:
             return _error(req, errors.invalid_params("params.clientInfo must be an object")), None
         version = negotiate(requested, self.versions)
         sid, session = self.sessions.issue(principal.id, version, caps, info)
+        if len(sid) > MAX_SESSION_ID:  # the id travels on every request: keep headers within proxies' limits
+            why = f"the declared capabilities are too large for a session id ({len(sid)} > {MAX_SESSION_ID})"
+            return _error(req, errors.invalid_params(why)), None
         app = self.app
         result: dict[str, Any] = {
             "protocolVersion": version,
