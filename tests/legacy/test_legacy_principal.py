@@ -4,10 +4,10 @@ directly gets the legacy branch only when it is given one."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import httpx
 
-from conftest import Served
 from mcp_stateless import App
 from mcp_stateless.server.legacy import LegacyServer
 
@@ -38,7 +38,7 @@ def _init(url: str, user: str) -> str:
     return sid
 
 
-def test_a_session_is_bound_to_its_principal(served: Callable[..., Served]) -> None:
+def test_a_session_is_bound_to_its_principal(served: Callable[..., Any]) -> None:
     app = _app()
     s = served(app, legacy=LegacyServer(app))
     sid = _init(s.url, "alice")
@@ -52,14 +52,14 @@ def test_a_session_is_bound_to_its_principal(served: Callable[..., Served]) -> N
     assert httpx.post(s.url, json=ping, headers={**base, "x-user": "alice"}).status_code == 200
 
 
-def test_without_a_legacy_branch_initialize_is_refused(served: Callable[..., Served]) -> None:
+def test_without_a_legacy_branch_initialize_is_refused(served: Callable[..., Any]) -> None:
     s = served(_app())
     r = httpx.post(s.url, headers={"accept": ACCEPT}, json={
         "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": V, "capabilities": {}}})
     assert (r.status_code, r.json()["error"]["code"]) == (404, -32601)
 
 
-def test_oversized_capabilities_are_refused(served: Callable[..., Served]) -> None:
+def test_oversized_capabilities_are_refused(served: Callable[..., Any]) -> None:
     app = _app()
     s = served(app, legacy=LegacyServer(app))
     r = httpx.post(s.url, headers={"accept": ACCEPT}, json={
