@@ -1,7 +1,7 @@
 """The legacy (2025) branch over real HTTP against `mcp-stateless serve` subprocesses.
 
-Two instances share one SQLite file and one key ring, as two replicas behind a balancer would: a session
-opened on one is served by the other, a server->client request sent on one instance's stream is
+Two instances share one state store (SQLite, then Redis) and one key ring, as replicas behind a balancer
+would: a session opened on one is served by the other, a server->client request sent on one instance's stream is
 answered by a POST to the other, and a list change made through one reaches the GET stream on the other.
 """
 
@@ -38,10 +38,14 @@ def serve(*extra: str, state: str | None = None) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="module")
-def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
-    db = tmp_path_factory.mktemp("legacy") / "state.db"
-    with serve(state=f"sqlite:///{db}") as a, serve(state=f"sqlite:///{db}") as b:
+@pytest.fixture(scope="module", params=["sqlite", "redis"])
+def pair(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """Two instances sharing one state store: a SQLite file (one machine) or a real Redis (any machine)."""
+    if request.param == "sqlite":
+        state = f"sqlite:///{tmp_path_factory.mktemp('legacy') / 'state.db'}"
+    else:
+        state = request.getfixturevalue("redis_server").isolated_url()
+    with serve(state=state) as a, serve(state=state) as b:
         yield a, b
 
 
