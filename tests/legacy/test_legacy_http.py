@@ -77,7 +77,15 @@ def headers(sid: str) -> dict[str, str]:
 
 
 def sse_messages(text: str) -> list[dict[str, Any]]:
-    return [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:")]
+    """The messages of an SSE body (a priming event's empty data is no message)."""
+    return [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:") and line[5:].strip()]
+
+
+def data_of(line: str) -> dict[str, Any] | None:
+    if not line.startswith("data:") or not line[5:].strip():
+        return None
+    got: dict[str, Any] = json.loads(line[5:])
+    return got
 
 
 def test_initialize_negotiates_and_lists_on_the_other_instance(pair: tuple[str, str]) -> None:
@@ -117,9 +125,9 @@ def test_elicitation_answered_through_the_other_instance(pair: tuple[str, str]) 
         assert stream.status_code == 200
         assert stream.headers["content-type"] == "text/event-stream"
         for line in stream.iter_lines():
-            if not line.startswith("data:"):
+            m = data_of(line)
+            if m is None:
                 continue
-            m = json.loads(line[5:])
             seen.append(m)
             if m.get("method") == "elicitation/create":
                 assert m["params"]["message"] == "What is your name?"
@@ -143,9 +151,9 @@ def test_two_rounds_and_a_client_error(pair: tuple[str, str]) -> None:
                       headers=headers(sid), timeout=20) as stream:
         final = None
         for line in stream.iter_lines():
-            if not line.startswith("data:"):
+            m = data_of(line)
+            if m is None:
                 continue
-            m = json.loads(line[5:])
             if m.get("method") == "elicitation/create":
                 httpx.post(b, json={"jsonrpc": "2.0", "id": m["id"],
                                     "result": {"action": "accept", "content": {"name": "Cy"}}}, headers=headers(sid))
@@ -161,9 +169,9 @@ def test_two_rounds_and_a_client_error(pair: tuple[str, str]) -> None:
     with httpx.stream("POST", b, json=msg("tools/call", {"name": "ask_name", "arguments": {}}, 9),
                       headers=headers(sid), timeout=20) as stream:
         for line in stream.iter_lines():
-            if not line.startswith("data:"):
+            m = data_of(line)
+            if m is None:
                 continue
-            m = json.loads(line[5:])
             if m.get("method") == "elicitation/create":
                 httpx.post(a, json={"jsonrpc": "2.0", "id": m["id"], "error": {"code": -1, "message": "no"}},
                            headers=headers(sid))
@@ -201,8 +209,9 @@ def _read_get_stream(url: str, sid: str, out: list[dict[str, Any]], ready: threa
         assert stream.status_code == 200
         ready.set()
         for line in stream.iter_lines():
-            if line.startswith("data:"):
-                out.append(json.loads(line[5:]))
+            m = data_of(line)
+            if m is not None:
+                out.append(m)
                 if len(out) >= want:
                     return
 
@@ -284,3 +293,44 @@ def test_legacy_reject_is_modern_only() -> None:
         assert "mcp-session-id" not in r.headers
         g = httpx.get(url, headers={"accept": "text/event-stream", "mcp-session-id": "x"})
         assert g.status_code == 405
+
+
+def test_a_dropped_call_stream_resumes_on_the_other_instance(pair: tuple[str, str]) -> None:
+    """The client drops the POST stream after the elicitation arrives; the call keeps waiting, the answer
+    goes to the other instance, and a GET with Last-Event-ID there replays the rest: the final result."""
+    a, b = pair
+    sid = initialize(a, {"elicitation": {}})
+    ids: list[str] = []
+    ask = None
+    with httpx.stream("POST", a, json=msg("tools/call", {"name": "ask_name", "arguments": {}}, 11),
+                      headers=headers(sid), timeout=20) as stream:
+        for line in stream.iter_lines():
+            if line.startswith("id:"):
+                ids.append(line[3:].strip())
+            elif line.startswith("retry:"):
+                assert int(line[6:]) > 0
+            m = data_of(line)
+            if m is not None and m.get("method") == "elicitation/create":
+                ask = m
+                break  # the connection drops here
+    assert ask is not None and len(ids) == 2 and ids[0].endswith(":0")  # the priming event, then the request
+    answered = httpx.post(b, json={"jsonrpc": "2.0", "id": ask["id"],
+                                   "result": {"action": "accept", "content": {"name": "Re"}}}, headers=headers(sid))
+    assert answered.status_code == 202
+    got: list[dict[str, Any]] = []
+    with httpx.stream("GET", b, headers={**headers(sid), "accept": "text/event-stream", "last-event-id": ids[-1]},
+                      timeout=20) as resumed:
+        assert resumed.status_code == 200
+        for line in resumed.iter_lines():
+            m = data_of(line)
+            if m is not None:
+                got.append(m)
+    done = {"content": [{"type": "text", "text": "Hello, Re (accept)"}]}
+    assert got == [{"jsonrpc": "2.0", "id": 11, "result": done}]
+    # Resuming after the final event ends at once; another session cannot read the stream.
+    final_id = ids[-1].rsplit(":", 1)[0] + ":2"
+    again = httpx.get(b, headers={**headers(sid), "accept": "text/event-stream", "last-event-id": final_id}, timeout=5)
+    assert again.status_code == 200 and sse_messages(again.text) == []
+    other = initialize(b)
+    stolen = httpx.get(a, headers={**headers(other), "accept": "text/event-stream", "last-event-id": ids[-1]})
+    assert stolen.status_code == 400

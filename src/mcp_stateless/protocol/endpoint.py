@@ -99,10 +99,13 @@ class Endpoint(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class SseEvent:
-    """One message on a legacy SSE stream; `id` is its event id (resumption), None for none."""
+    """One message on a legacy SSE stream; `id` is its event id (resumption), None for none. A `message`
+    of None is a priming event (an id and empty data, so that the client can resume from it); `retry`
+    tells the client how many milliseconds to wait before reconnecting."""
 
-    message: dict[str, Any]
+    message: dict[str, Any] | None
     id: str | None = None
+    retry: int | None = None
 
 
 LegacyItem = SseEvent | KeepAlive

@@ -24,10 +24,12 @@ Send = Callable[[Message], Awaitable[None]]
 def _frame(item: LegacyItem) -> bytes:
     if isinstance(item, KeepAlive):
         return sse.KEEPALIVE
-    data = encode_message(item.message)
-    if item.id is None:
-        return sse.event(data)
-    return b"id: " + item.id.encode("ascii", "replace") + b"\n" + sse.event(data)
+    head = b"" if item.id is None else b"id: " + item.id.encode("ascii", "replace") + b"\n"
+    if item.retry is not None:
+        head += b"retry: %d\n" % item.retry
+    if item.message is None:  # a priming event: an id to resume from, no message
+        return head + b"data: \n\n"
+    return head + sse.event(encode_message(item.message))
 
 
 def _extra(answer: LegacyAnswer) -> list[tuple[bytes, bytes]]:

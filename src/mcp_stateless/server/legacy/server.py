@@ -37,11 +37,13 @@ from ...state import StateBundle
 from . import bridge
 from .peer import Peer
 from .sessions import Session, Sessions, SessionState
+from .streams import StreamLog, parse_event_id
 
 if TYPE_CHECKING:
     from ..app import App
 
-log = logging.getLogger("mcp_stateless.legacy")
+log_ = logging.getLogger("mcp_stateless.legacy")
+RETRY_MS = 1000  # how long a client waits before reconnecting a dropped stream (SSE `retry`)
 
 _LIST_CHANGED = {
     "tools": "notifications/tools/list_changed",
@@ -54,16 +56,20 @@ _STREAM_BACKLOG = 4096  # messages a slow client may fall behind on one stream b
 
 class LegacyServer:
     """Serves 2025-era clients from `app`'s handlers. `session_ttl_s`: how long a session id stays
-    valid; `request_timeout_s`: how long a call waits for a client's answer to a server->client request."""
+    valid; `request_timeout_s`: how long a call waits for a client's answer to a server->client request;
+    `stream_ttl_s`: how long a call's stream can be resumed (`Last-Event-ID`) after its last message."""
 
     def __init__(self, app: App, *, session_ttl_s: float = 24 * 3600.0, request_timeout_s: float = 300.0,
-                 keepalive_s: float | None = None, versions: tuple[str, ...] = SERVED_VERSIONS) -> None:
+                 keepalive_s: float | None = None, versions: tuple[str, ...] = SERVED_VERSIONS,
+                 stream_ttl_s: float = 600.0) -> None:
+        self.stream_ttl_s = stream_ttl_s
         self.app = app
         self.session_ttl_s = session_ttl_s
         self.request_timeout_s = request_timeout_s
         self.keepalive_s = keepalive_s
         self.versions = versions
         self._own_state: StateBundle | None = None
+        self._running: set[asyncio.Future[None]] = set()
 
     # ------------------------------------------------------------------ shared parts, read per use
     def _state(self) -> StateBundle:
@@ -79,6 +85,11 @@ class LegacyServer:
     @property
     def sessions(self) -> Sessions:
         return Sessions(self.app.ensure_key_ring(), self._state().records, self.session_ttl_s)
+
+    @property
+    def streams(self) -> StreamLog:
+        keepalive = self.keepalive_s if self.keepalive_s is not None else self.app.listen_keepalive_s
+        return StreamLog(self._state().records, self._state().bus, self.stream_ttl_s, keepalive)
 
     @property
     def peer(self) -> Peer:
@@ -121,6 +132,9 @@ class LegacyServer:
             if not can_sse:
                 return _rejected(Rejection(406, None, McpError(
                     errors.INVALID_REQUEST, "Not Acceptable: the GET stream needs Accept: text/event-stream")))
+            last = headers.get("last-event-id")
+            if last is not None:
+                return await self._resume(session, last)
             return LegacyAnswer(200, stream=self.events(session))
         if http_method == "DELETE":
             await sessions.update(session, _terminate)
@@ -200,9 +214,37 @@ class LegacyServer:
             def start(outbox: _StreamOutbox) -> Awaitable[dict[str, Any]]:
                 return bridge.run(self.app, peer, session, state, req, principal, outbox, headers)
 
-            return LegacyAnswer(200, stream=_call_stream(start))
+            return LegacyAnswer(200, stream=await self._call_stream(start, session))
         message = await bridge.run(self.app, peer, session, state, req, principal, outbox, headers)
         return LegacyAnswer(200, message)
+
+    async def _call_stream(self, start: Callable[[_StreamOutbox], Awaitable[dict[str, Any]]],
+                           session: Session) -> AsyncGenerator[LegacyItem, None]:
+        streams = self.streams
+        stream = await streams.open(session)
+        producer = asyncio.ensure_future(_produce(start, streams, stream))
+        self._running.add(producer)  # keep a reference until it is done
+        producer.add_done_callback(self._running.discard)
+        return self._live(streams, stream)
+
+    async def _live(self, streams: StreamLog, stream: str) -> AsyncGenerator[LegacyItem, None]:
+        replay = streams.replay(stream, 0)
+        try:
+            await anext(replay)  # subscribed
+            yield SseEvent(None, id=f"{stream}:0", retry=RETRY_MS)  # priming: resumable from here on
+            async for item in replay:
+                yield item
+        finally:
+            await replay.aclose()
+
+    async def _resume(self, session: Session, last_event_id: str) -> LegacyAnswer:
+        """A GET with `Last-Event-ID`: the rest of that stream, on whichever instance."""
+        parsed = parse_event_id(last_event_id)
+        streams = self.streams
+        if parsed is None or await streams.owner(parsed[0]) != session.key.encode():
+            return _rejected(Rejection(400, None, McpError(
+                errors.INVALID_REQUEST, "Last-Event-ID names no stream of this session (it may have expired)")))
+        return LegacyAnswer(200, stream=streams.replay(*parsed))
 
     # ------------------------------------------------------------------ the GET stream
     async def events(self, session: Session) -> AsyncGenerator[LegacyItem, None]:
@@ -268,22 +310,28 @@ class _StreamOutbox:
             self._wake = None
 
 
-async def _call_stream(start: Callable[[_StreamOutbox], Awaitable[dict[str, Any]]]) -> AsyncGenerator[LegacyItem, None]:
-    """Notifications and server->client requests as the handler emits them, then its response."""
+async def _produce(start: Callable[[_StreamOutbox], Awaitable[dict[str, Any]]], log: StreamLog,
+                   stream: str) -> None:
+    """Run one call, appending each message it sends and then its response to the stream's log. Runs
+    as a task of its own, so a dropped connection neither loses its messages nor cancels it."""
     outbox = _StreamOutbox()
     task = asyncio.ensure_future(start(outbox))
     task.add_done_callback(lambda _t: outbox.wake())
+    seq = 0
     try:
-        yield KEEPALIVE  # headers go out now: the client knows its call is being answered
         while True:
             while outbox.pending:
-                yield SseEvent(outbox.pending.popleft())
+                seq += 1
+                await log.append(stream, seq, outbox.pending.popleft(), False)
             if task.done():
                 break
             await outbox.wait()
         while outbox.pending:
-            yield SseEvent(outbox.pending.popleft())
-        yield SseEvent(task.result())
+            seq += 1
+            await log.append(stream, seq, outbox.pending.popleft(), False)
+        await log.append(stream, seq + 1, task.result(), True)
+    except Exception:
+        log_.exception("a legacy call's stream failed")
     finally:
         if not task.done():
             task.cancel()

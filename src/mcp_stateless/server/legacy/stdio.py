@@ -103,7 +103,7 @@ class LegacyStdioSession:
         stream = self.server.events(session)
         try:
             async for item in stream:
-                if isinstance(item, SseEvent):
+                if isinstance(item, SseEvent) and item.message is not None:
                     self.write(item.message)
         finally:
             await stream.aclose()
