@@ -471,3 +471,13 @@ def test_elicitation_sep1330_enums(ctx: Context) -> str:
               mime_type="text/plain")
 def watched_resource() -> str:
     return "Watched resource content."
+
+
+@app.tool()
+async def test_reconnection(ctx: Context) -> str:
+    """Closes its SSE stream mid-call (2025 clients resume with Last-Event-ID); a no-op elsewhere"""
+    from mcp_stateless.server.legacy import close_stream
+
+    close_stream(ctx)
+    await asyncio.sleep(0.2)
+    return "Reconnection test completed"

@@ -81,3 +81,13 @@ def hello_prompt(who: str) -> str:
 @app.completion(prompt="hello_prompt")
 def complete_who(argument: str, value: str, context: dict[str, Any]) -> list[str]:
     return [w for w in ("alice", "alan", "bob") if w.startswith(value)]
+
+
+@app.tool()
+async def poll_me(ctx: Context) -> str:
+    """Closes its client's SSE connection mid-call (SEP-1699 polling), then finishes"""
+    from mcp_stateless.server.legacy import close_stream
+
+    closed = close_stream(ctx)
+    await asyncio.sleep(0.2)
+    return f"finished (stream closed: {closed})"

@@ -334,3 +334,16 @@ def test_a_dropped_call_stream_resumes_on_the_other_instance(pair: tuple[str, st
     other = initialize(b)
     stolen = httpx.get(a, headers={**headers(other), "accept": "text/event-stream", "last-event-id": ids[-1]})
     assert stolen.status_code == 400
+
+
+def test_a_handler_may_close_its_stream_and_the_client_polls(pair: tuple[str, str]) -> None:
+    a, b = pair
+    sid = initialize(a)
+    r = httpx.post(a, json=msg("tools/call", {"name": "poll_me", "arguments": {}}, 12), headers=headers(sid))
+    assert r.status_code == 200 and sse_messages(r.text) == []  # closed after the priming event only
+    primed = [line[3:].strip() for line in r.text.splitlines() if line.startswith("id:")]
+    assert len(primed) == 1
+    resumed = httpx.get(b, headers={**headers(sid), "accept": "text/event-stream", "last-event-id": primed[0]},
+                        timeout=10)
+    finished = {"content": [{"type": "text", "text": "finished (stream closed: True)"}]}
+    assert sse_messages(resumed.text) == [{"jsonrpc": "2.0", "id": 12, "result": finished}]

@@ -7,6 +7,6 @@ The modern path never imports this package: a transport reaches it through the `
 
 from __future__ import annotations
 
-from .server import LegacyServer, legacy_capabilities
+from .server import LegacyServer, close_stream, legacy_capabilities
 
-__all__ = ["LegacyServer", "legacy_capabilities"]
+__all__ = ["LegacyServer", "close_stream", "legacy_capabilities"]

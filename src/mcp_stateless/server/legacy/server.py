@@ -34,6 +34,7 @@ from ...protocol.legacy import (
 from ...protocol.mrtr import MRTR_METHODS
 from ...protocol.principal import Principal
 from ...state import StateBundle
+from ..context import Context
 from . import bridge
 from .peer import Peer
 from .sessions import Session, Sessions, SessionState
@@ -222,18 +223,35 @@ class LegacyServer:
                            session: Session) -> AsyncGenerator[LegacyItem, None]:
         streams = self.streams
         stream = await streams.open(session)
-        producer = asyncio.ensure_future(_produce(start, streams, stream))
+        outbox = _StreamOutbox()
+        producer = asyncio.ensure_future(_produce(start, outbox, streams, stream))
         self._running.add(producer)  # keep a reference until it is done
         producer.add_done_callback(self._running.discard)
-        return self._live(streams, stream)
+        return self._live(streams, stream, outbox.closed)
 
-    async def _live(self, streams: StreamLog, stream: str) -> AsyncGenerator[LegacyItem, None]:
+    async def _live(self, streams: StreamLog, stream: str, closed: asyncio.Event) -> AsyncGenerator[LegacyItem, None]:
+        """The call's stream as it is logged, until its response or until the handler closes it
+        (`close_stream`): the client then resumes with `Last-Event-ID`."""
         replay = streams.replay(stream, 0)
         try:
             await anext(replay)  # subscribed
             yield SseEvent(None, id=f"{stream}:0", retry=RETRY_MS)  # priming: resumable from here on
-            async for item in replay:
-                yield item
+            closing = asyncio.ensure_future(closed.wait())
+            try:
+                while True:
+                    step = asyncio.ensure_future(anext(replay))
+                    await asyncio.wait((step, closing), return_when=asyncio.FIRST_COMPLETED)
+                    if not step.done():
+                        step.cancel()
+                        await asyncio.wait((step,))  # let the replay unwind before it is closed below
+                        return
+                    try:
+                        item = step.result()
+                    except StopAsyncIteration:
+                        return
+                    yield item
+            finally:
+                closing.cancel()
         finally:
             await replay.aclose()
 
@@ -279,6 +297,17 @@ class LegacyServer:
         return LegacyStdioSession(self, principal, write)
 
 
+def close_stream(ctx: Context) -> bool:
+    """From a handler (on the event loop): close the legacy client's SSE connection of this call, which
+    then resumes with `Last-Event-ID` (SEP-1699). False where there is no such stream (the modern path,
+    stdio, a JSON response)."""
+    outbox = ctx.outbox
+    if not isinstance(outbox, _StreamOutbox):
+        return False
+    outbox.close_stream()
+    return True
+
+
 def legacy_capabilities(modern: dict[str, Any]) -> dict[str, Any]:
     """The server capabilities a 2025 client understands (modern extensions stay on the modern path)."""
     return {k: v for k, v in modern.items() if k != "extensions"}
@@ -287,11 +316,17 @@ def legacy_capabilities(modern: dict[str, Any]) -> dict[str, Any]:
 class _StreamOutbox:
     """A call's messages for its SSE stream: bounded, never blocks the handler."""
 
-    __slots__ = ("_wake", "pending")
+    __slots__ = ("_wake", "closed", "pending")
 
     def __init__(self) -> None:
         self.pending: collections.deque[dict[str, Any]] = collections.deque(maxlen=_STREAM_BACKLOG)
         self._wake: asyncio.Future[None] | None = None
+        self.closed = asyncio.Event()
+
+    def close_stream(self) -> None:
+        """End the client's connection now (SEP-1699 polling); the call goes on, and the client resumes
+        with `Last-Event-ID`."""
+        self.closed.set()
 
     def emit(self, message: dict[str, Any]) -> None:
         self.pending.append(message)
@@ -310,11 +345,10 @@ class _StreamOutbox:
             self._wake = None
 
 
-async def _produce(start: Callable[[_StreamOutbox], Awaitable[dict[str, Any]]], log: StreamLog,
-                   stream: str) -> None:
+async def _produce(start: Callable[[_StreamOutbox], Awaitable[dict[str, Any]]], outbox: _StreamOutbox,
+                   log: StreamLog, stream: str) -> None:
     """Run one call, appending each message it sends and then its response to the stream's log. Runs
     as a task of its own, so a dropped connection neither loses its messages nor cancels it."""
-    outbox = _StreamOutbox()
     task = asyncio.ensure_future(start(outbox))
     task.add_done_callback(lambda _t: outbox.wake())
     seq = 0
