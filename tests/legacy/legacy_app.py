@@ -91,3 +91,11 @@ async def poll_me(ctx: Context) -> str:
     closed = close_stream(ctx)
     await asyncio.sleep(0.2)
     return f"finished (stream closed: {closed})"
+
+
+@app.tool()
+async def slow(ctx: Context) -> str:
+    """Reports progress, then takes 10 s (long enough to be cancelled)"""
+    ctx.report_progress(1, 2)
+    await asyncio.sleep(10)
+    return "slow done"

@@ -347,3 +347,25 @@ def test_a_handler_may_close_its_stream_and_the_client_polls(pair: tuple[str, st
                         timeout=10)
     finished = {"content": [{"type": "text", "text": "finished (stream closed: True)"}]}
     assert sse_messages(resumed.text) == [{"jsonrpc": "2.0", "id": 12, "result": finished}]
+
+
+def test_cancelled_on_the_other_instance_stops_the_call(pair: tuple[str, str]) -> None:
+    import time
+
+    a, b = pair
+    sid = initialize(a)
+    seen: list[dict[str, Any]] = []
+    started = time.monotonic()
+    with httpx.stream("POST", a, json=msg("tools/call", {"name": "slow", "arguments": {},
+                                                         "_meta": {"progressToken": "s"}}, 13),
+                      headers=headers(sid), timeout=20) as stream:
+        for line in stream.iter_lines():
+            m = data_of(line)
+            if m is None:
+                continue
+            seen.append(m)
+            if m.get("method") == "notifications/progress":
+                note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 13}}
+                assert httpx.post(b, json=note, headers=headers(sid)).status_code == 202
+    assert [m.get("method") for m in seen] == ["notifications/progress"]  # and no response
+    assert time.monotonic() - started < 8

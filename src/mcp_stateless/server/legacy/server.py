@@ -15,6 +15,8 @@ import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from ...protocol import errors
 from ...protocol.endpoint import KEEPALIVE, LegacyAnswer, LegacyItem, Outbox, SseEvent, StdioSession
 from ...protocol.envelope import LOG_LEVEL_RANK, LOG_LEVELS, Rejection
@@ -52,7 +54,8 @@ _LIST_CHANGED = {
     "resources": "notifications/resources/list_changed",
 }
 MAX_SESSION_ID = 4096  # characters
-_STREAM_BACKLOG = 4096  # messages a slow client may fall behind on one stream before the oldest go
+_STREAM_BACKLOG = 4096
+CANCEL_TOPIC = "legacy-cancel"  # messages a slow client may fall behind on one stream before the oldest go
 
 
 class LegacyServer:
@@ -71,6 +74,8 @@ class LegacyServer:
         self.versions = versions
         self._own_state: StateBundle | None = None
         self._running: set[asyncio.Future[None]] = set()
+        self._calls: dict[tuple[str, Any], asyncio.Future[None]] = {}  # this instance's streamed calls
+        self._cancel_reader: asyncio.Future[None] | None = None
 
     # ------------------------------------------------------------------ shared parts, read per use
     def _state(self) -> StateBundle:
@@ -141,6 +146,8 @@ class LegacyServer:
             await sessions.update(session, _terminate)
             return LegacyAnswer(200)
         if isinstance(decision, LegacyNotification):
+            if decision.method == "notifications/cancelled":
+                await self._cancel(session, decision.params.get("requestId"))
             return LegacyAnswer(202)
         if isinstance(decision, LegacyResponse):
             if await self.peer.answer(session, decision):
@@ -215,19 +222,55 @@ class LegacyServer:
             def start(outbox: _StreamOutbox) -> Awaitable[dict[str, Any]]:
                 return bridge.run(self.app, peer, session, state, req, principal, outbox, headers)
 
-            return LegacyAnswer(200, stream=await self._call_stream(start, session))
+            return LegacyAnswer(200, stream=await self._call_stream(start, session, req.id))
         message = await bridge.run(self.app, peer, session, state, req, principal, outbox, headers)
         return LegacyAnswer(200, message)
 
     async def _call_stream(self, start: Callable[[_StreamOutbox], Awaitable[dict[str, Any]]],
-                           session: Session) -> AsyncGenerator[LegacyItem, None]:
+                           session: Session, request_id: Any) -> AsyncGenerator[LegacyItem, None]:
         streams = self.streams
         stream = await streams.open(session)
         outbox = _StreamOutbox()
+        await self._watch_cancellations()
         producer = asyncio.ensure_future(_produce(start, outbox, streams, stream))
         self._running.add(producer)  # keep a reference until it is done
         producer.add_done_callback(self._running.discard)
+        key = (session.key, request_id)
+        self._calls[key] = producer
+        producer.add_done_callback(lambda t: self._calls.pop(key, None) if self._calls.get(key) is t else None)
         return self._live(streams, stream, outbox.closed)
+
+    # ------------------------------------------------------------------ cancellation, on any instance
+    async def _cancel(self, session: Session, request_id: Any) -> None:
+        """`notifications/cancelled` may reach any instance: it is published to all of them."""
+        if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+            return
+        await self._state().bus.publish(CANCEL_TOPIC, orjson.dumps([session.key, request_id]))
+
+    async def _watch_cancellations(self) -> None:
+        """Start (once per process) the reader that cancels this instance's calls named on the bus."""
+        if self._cancel_reader is not None and not self._cancel_reader.done():
+            return
+        sub = self._state().bus.subscribe(CANCEL_TOPIC)
+        await sub.ready()
+
+        async def read() -> None:
+            try:
+                while True:
+                    payload = await sub.get(None)
+                    if payload is None:
+                        continue
+                    try:
+                        key, rid = orjson.loads(payload)
+                    except (orjson.JSONDecodeError, TypeError, ValueError):
+                        continue
+                    call = self._calls.pop((key, rid), None)
+                    if call is not None:
+                        call.cancel()  # the call stops; nothing more is sent for it
+            finally:
+                sub.close()
+
+        self._cancel_reader = asyncio.ensure_future(read())
 
     async def _live(self, streams: StreamLog, stream: str, closed: asyncio.Event) -> AsyncGenerator[LegacyItem, None]:
         """The call's stream as it is logged, until its response or until the handler closes it
@@ -364,6 +407,9 @@ async def _produce(start: Callable[[_StreamOutbox], Awaitable[dict[str, Any]]], 
             seq += 1
             await log.append(stream, seq, outbox.pending.popleft(), False)
         await log.append(stream, seq + 1, task.result(), True)
+    except asyncio.CancelledError:
+        await log.end(stream, seq)  # cancelled: a client resuming this stream gets nothing more
+        raise
     except Exception:
         log_.exception("a legacy call's stream failed")
     finally:

@@ -55,6 +55,11 @@ class StreamLog:
             await self.records.create(EVENTS_NS, f"{stream}:end", b"%d" % seq, expires_at=expires)
         await self.bus.publish(stream_topic(stream), b"%d" % seq)
 
+    async def end(self, stream: str, last: int) -> None:
+        """Mark the stream finished after event `last` without a response (the call was cancelled)."""
+        await self.records.create(EVENTS_NS, f"{stream}:end", b"%d" % last, expires_at=time.time() + self.ttl_s)
+        await self.bus.publish(stream_topic(stream), b"end")
+
     async def owner(self, stream: str) -> bytes | None:
         got = await self.records.get(EVENTS_NS, stream)
         return None if got is None else got.data
