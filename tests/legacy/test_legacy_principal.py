@@ -67,3 +67,16 @@ def test_oversized_capabilities_are_refused(served: Callable[..., Any]) -> None:
         "params": {"protocolVersion": V, "capabilities": {"x": "y" * 5000}}})
     assert r.status_code == 200 and r.json()["error"]["code"] == -32602
     assert "mcp-session-id" not in r.headers
+
+
+def test_legacy_exchanges_are_counted_apart(served: Callable[..., Any]) -> None:
+    app = _app()
+    legacy = LegacyServer(app)
+    s = served(app, legacy=legacy)
+    sid = _init(s.url, "alice")
+    base = {"accept": ACCEPT, "mcp-session-id": sid, "mcp-protocol-version": V, "x-user": "alice"}
+    httpx.post(s.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=base)
+    httpx.post(s.url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers=base)
+    httpx.post(s.url, json={"jsonrpc": "2.0", "id": 2, "method": "ping"}, headers={**base, "mcp-session-id": "bad"})
+    assert dict(legacy.counters) == {("initialize", 200): 1, ("notification", 202): 1, ("request", 200): 1,
+                                     ("request", 404): 1}

@@ -74,6 +74,8 @@ class LegacyServer:
         self.versions = versions
         self._own_state: StateBundle | None = None
         self._running: set[asyncio.Future[None]] = set()
+        # Exchanges by (kind, HTTP status): this era's own counters, for the metrics exporter to read.
+        self.counters: collections.Counter[tuple[str, int]] = collections.Counter()
         self._calls: dict[tuple[str, Any], asyncio.Future[None]] = {}  # this instance's streamed calls
         self._cancel_reader: asyncio.Future[None] | None = None
 
@@ -105,9 +107,13 @@ class LegacyServer:
     async def exchange(self, http_method: str, message: Any, headers: Mapping[str, str],
                        principal: Principal, can_sse: bool) -> LegacyAnswer:
         try:
-            return await self._exchange(http_method, message, headers, principal, can_sse)
+            answer = await self._exchange(http_method, message, headers, principal, can_sse)
         except McpError as e:  # e.g. the state store is unreachable
-            return LegacyAnswer(500 if e.code == errors.INTERNAL_ERROR else 400, error_response(None, e))
+            answer = LegacyAnswer(500 if e.code == errors.INTERNAL_ERROR else 400, error_response(None, e))
+        kind = _kind(http_method, message)
+        self.counters[(kind, answer.status)] += 1
+        log_.debug("legacy %s -> %d", kind, answer.status, extra={"era": "legacy", "legacy_kind": kind})
+        return answer
 
     async def _exchange(self, http_method: str, message: Any, headers: Mapping[str, str],
                         principal: Principal, can_sse: bool) -> LegacyAnswer:
@@ -441,6 +447,20 @@ def _unsubscribe(uri: str) -> Callable[[SessionState], None]:
             state.subscriptions.remove(uri)
 
     return change
+
+
+def _kind(http_method: str, message: Any) -> str:
+    """What a legacy exchange was, for counters and logs: get, delete, initialize, response, notification,
+    request (a method name would let clients grow the counter without bound)."""
+    if http_method != "POST":
+        return http_method.lower()
+    if not isinstance(message, dict):
+        return "invalid"
+    if message.get("method") == "initialize":
+        return "initialize"
+    if "method" not in message:
+        return "response"
+    return "request" if "id" in message else "notification"
 
 
 def _ok(req: LegacyRequest, result: dict[str, Any]) -> LegacyAnswer:
