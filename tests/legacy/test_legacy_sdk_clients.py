@@ -111,3 +111,32 @@ def test_python_mcp_client_in_auto_mode_lands_modern() -> None:
     assert out["version"] == "2026-07-28"
     assert out["askName"] == "Hello, Py (accept)"  # the same handler, through MRTR this time
     assert out["askTwice"] == "Py then yes"
+
+
+INSPECTOR = ROOT / "tools" / "node" / "node_modules" / "@modelcontextprotocol" / "inspector" / "clients" / "launcher" \
+    / "build" / "index.js"
+
+
+def inspector(args: list[str], *opts: str, home: Path) -> Any:
+    need(INSPECTOR, "@modelcontextprotocol/inspector")
+    kind, *where = args
+    cmd = [str(NODE), str(INSPECTOR), "--cli", "--protocol-era", "legacy", *opts]
+    cmd += ["--transport", "http", where[0]] if kind == "http" else ["--", *where]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "HOME": str(home), "MCP_CATALOG_PATH": str(home / "mcp.json")})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+def test_inspector_cli_in_its_legacy_era(transport: str, tmp_path: Path) -> None:
+    with target(transport) as args:
+        listed = inspector(args, "--method", "tools/list", home=tmp_path)
+        called = inspector(args, "--method", "tools/call", "--tool-name", "greet", "--tool-arg", "name=Ann",
+                           home=tmp_path)
+        level = inspector(args, "--method", "logging/setLevel", "--log-level", "info", home=tmp_path)
+        read = inspector(args, "--method", "resources/read", "--uri", "test://watched", home=tmp_path)
+    assert "greet" in [t["name"] for t in listed["tools"]]
+    assert called == {"content": [{"type": "text", "text": "Hello, Ann!"}]}
+    assert level == {}
+    assert read["contents"][0]["text"] == "watched content"
