@@ -112,7 +112,8 @@ class LegacyServer:
             answer = LegacyAnswer(500 if e.code == errors.INTERNAL_ERROR else 400, error_response(None, e))
         kind = _kind(http_method, message)
         self.counters[(kind, answer.status)] += 1
-        log_.debug("legacy %s -> %d", kind, answer.status, extra={"era": "legacy", "legacy_kind": kind})
+        if log_.isEnabledFor(logging.DEBUG):
+            log_.debug("legacy %s -> %d", kind, answer.status, extra={"era": "legacy", "legacy_kind": kind})
         return answer
 
     async def _exchange(self, http_method: str, message: Any, headers: Mapping[str, str],
