@@ -24,6 +24,8 @@ DEFAULT_MAX_BODY = 4 * 1024 * 1024
 Transport = Literal["stdio", "http"]
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
 LOG_LEVELS: tuple[LogLevel, ...] = ("debug", "info", "warning", "error", "critical")
+LegacyMode = Literal["serve", "reject"]
+LEGACY_MODES: tuple[LegacyMode, ...] = ("serve", "reject")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +34,8 @@ class ServeConfig:
     `state`: the state URL; None keeps the app's own state, or opens the per-app SQLite default.
     `keys`: the MRTR key ring (`kid:base64secret[,...]`); None keeps the app's own.
     `allowed_hosts`/`allowed_origins`: added to the Host/Origin policy ('*' host: no check).
-    `instance_name`: sent as `X-Mcp-Instance` on every HTTP response (None: not sent)."""
+    `instance_name`: sent as `X-Mcp-Instance` on every HTTP response (None: not sent).
+    `legacy`: "serve" answers 2025-era clients on the same endpoint; "reject" is modern only."""
 
     app: str
     transport: Transport = "http"
@@ -47,6 +50,7 @@ class ServeConfig:
     instance_name: str | None = None
     max_body: int = DEFAULT_MAX_BODY
     log_level: LogLevel = "info"
+    legacy: LegacyMode = "serve"
 
     @property
     def processes(self) -> int:

@@ -16,11 +16,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .base import CliError
-from .config import DEFAULT_MAX_BODY, LOG_LEVELS, ServeConfig
+from .config import DEFAULT_MAX_BODY, LEGACY_MODES, LOG_LEVELS, ServeConfig
 from .loader import load_app
 
 if TYPE_CHECKING:
     from ..server.app import App
+    from ..server.legacy import LegacyServer
     from ..transports.http import HttpTransport
 
 log = logging.getLogger("mcp_stateless")
@@ -74,6 +75,9 @@ def register(sub: Any) -> None:
     s.add_argument("--instance-name", metavar="NAME", default=None,
                    help="name this instance in an X-Mcp-Instance response header (off by default; "
                         "also MCP_STATELESS_INSTANCE)")
+    s.add_argument("--legacy", default="serve", choices=LEGACY_MODES,
+                   help="2025-era clients (initialize, sessions): serve them on the same endpoint (default) "
+                        "or reject them (modern 2026-07-28 only)")
     s.add_argument("--log-level", default="info", choices=LOG_LEVELS,
                    help="server log level (logs go to stderr)")
 
@@ -103,6 +107,7 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str] = os.e
         "allowed_origins": tuple(args.allowed_origin),
         "max_body": args.max_body,
         "log_level": args.log_level,
+        "legacy": args.legacy,
     }
     if args.stdio:
         return ServeConfig(transport="stdio", **common)
@@ -124,7 +129,8 @@ def serve(config: ServeConfig) -> int:
         from ..transports.stdio import protect_stdout, serve_stdio
 
         out_fd = protect_stdout()  # before the app is imported: its prints must not reach the stream
-        return serve_stdio(open_app(config), out_fd)
+        app = open_app(config)
+        return serve_stdio(app, out_fd, legacy=_legacy(config, app))
     app = open_app(config)  # fail fast on a bad APP, even with several workers
     _check_port_free(config.host, config.port)
     from ..transports import serve_http
@@ -147,7 +153,16 @@ def _transport(config: ServeConfig, app: App) -> HttpTransport:
     from ..transports.serve_http import http_transport
 
     return http_transport(app, path=config.path, origin_policy=config.origin_policy(),
-                          max_body=config.max_body, instance=config.instance_name)
+                          max_body=config.max_body, instance=config.instance_name, legacy=_legacy(config, app))
+
+
+def _legacy(config: ServeConfig, app: App) -> LegacyServer | None:
+    """The 2025-era branch `--legacy serve` adds (imported only then: a modern-only server never loads it)."""
+    if config.legacy != "serve":
+        return None
+    from ..server.legacy import LegacyServer
+
+    return LegacyServer(app)
 
 
 def open_app(config: ServeConfig) -> App:

@@ -10,7 +10,7 @@ a bridge in front of legacy servers are others.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -95,6 +95,52 @@ class Endpoint(Protocol):
     # A generator, not any iterator: a transport whose client went away must `aclose()` it to release
     # the subscription behind it at once.
     def listen(self, req: Request, call: Call) -> AsyncGenerator[ListenItem, None]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SseEvent:
+    """One message on a legacy SSE stream; `id` is its event id (resumption), None for none. A `message`
+    of None is a priming event (an id and empty data, so that the client can resume from it); `retry`
+    tells the client how many milliseconds to wait before reconnecting."""
+
+    message: dict[str, Any] | None
+    id: str | None = None
+    retry: int | None = None
+
+
+LegacyItem = SseEvent | KeepAlive
+
+
+@dataclass(slots=True)
+class LegacyAnswer:
+    """The legacy branch's answer to one HTTP exchange: a JSON body (or none, e.g. 202), or an SSE
+    stream of items. The transport writes it and `aclose()`s the stream when the client goes away."""
+
+    status: int
+    body: dict[str, Any] | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    stream: AsyncGenerator[LegacyItem, None] | None = None
+
+
+class LegacyEndpoint(Protocol):
+    """The second seam: what a transport hands a 2025-era exchange to (`protocol.legacy.era_of` picks
+    the era). Kept apart from `Endpoint` so that the modern path never reaches legacy code."""
+
+    async def exchange(self, http_method: str, message: Any, headers: Mapping[str, str],
+                       principal: Principal, can_sse: bool) -> LegacyAnswer: ...
+
+    def stdio_session(self, principal: Principal, write: Callable[[dict[str, Any]], None]) -> StdioSession: ...
+
+
+class StdioSession(Protocol):
+    """One legacy session over stdio (the process's first message picked the era): every message read
+    goes to `receive`; what the server sends goes through the `write` it was made with."""
+
+    def receive(self, message: Any) -> None:
+        """Take one decoded message; never blocks (requests run concurrently, answered as they finish)."""
+        ...
+
+    async def aclose(self) -> None: ...
 
 
 def authenticator_for(endpoint: Endpoint, given: Authenticator | None = None) -> Authenticator:

@@ -21,9 +21,10 @@ import orjson
 
 from ..protocol import envelope, errors, sse
 from ..protocol.encoding import encode_message
-from ..protocol.endpoint import Call, Endpoint, KeepAlive, ListenEnd, ListenItem, authenticator_for
+from ..protocol.endpoint import Call, Endpoint, KeepAlive, LegacyEndpoint, ListenEnd, ListenItem, authenticator_for
 from ..protocol.envelope import Notification, Rejection, Request
 from ..protocol.errors import McpError
+from ..protocol.legacy import era_of
 from ..protocol.principal import (
     ANONYMOUS,
     AnonymousAuthenticator,
@@ -135,6 +136,8 @@ class HttpTransport:
     `authenticator`: who is calling (default: the endpoint's own, see `authenticator_for`).
     `origin_policy`: Host/Origin validation; the default protects loopback binds and allows the rest,
     so a public deployment must pass its own policy (`OriginPolicy(allowed_hosts=…)`).
+    `legacy`: the 2025-era branch (e.g. `LegacyServer(app)`); None refuses 2025 clients as a modern-only
+    server does (`initialize` gets -32601, GET/DELETE 405).
     """
 
     def __init__(
@@ -146,8 +149,10 @@ class HttpTransport:
         origin_policy: OriginPolicy | None = None,
         max_body: int = DEFAULT_MAX_BODY,
         instance: str | None = None,
+        legacy: LegacyEndpoint | None = None,
     ) -> None:
         self.endpoint = endpoint
+        self.legacy = legacy
         self.authenticator = authenticator_for(endpoint, authenticator)
         # perf: with no authentication configured, skip the authenticator's coroutine on every request
         self._anonymous = isinstance(self.authenticator, AnonymousAuthenticator)
@@ -207,6 +212,9 @@ class HttpTransport:
                 return
 
         method = scope["method"]
+        if method != "POST" and self.legacy is not None and era_of(method, None, headers) == "legacy":
+            await self._legacy(method, None, headers, receive, send)
+            return
         if method != "POST":
             await send({"type": "http.response.start", "status": 405,
                         "headers": [(b"allow", b"POST"), (b"content-type", b"application/json")]})
@@ -241,6 +249,11 @@ class HttpTransport:
             await _error(send, 400, None, e)
             return
         decision = envelope.classify(message, headers, self.endpoint.table, self.endpoint.supported_versions)
+        # Only what the modern ladder did not take as a request can be legacy: its hot path is unchanged.
+        if (self.legacy is not None and not isinstance(decision, Request)
+                and era_of("POST", message, headers) == "legacy"):
+            await self._legacy("POST", message, headers, receive, send, who, can_sse)
+            return
         if isinstance(decision, Rejection):
             await _send_json(send, decision.status, decision.body())
             return
@@ -261,6 +274,24 @@ class HttpTransport:
             await self._listen(decision, Call(who, "http"), receive, send)
             return
         await self._request(decision, who, headers, can_json, can_sse, receive, send)
+
+    async def _legacy(self, method: str, message: Any, headers: dict[str, str], receive: Receive, send: Send,
+                      who: Principal | None = None, can_sse: bool | None = None) -> None:
+        """Hand a 2025-era exchange to the legacy branch (GET/DELETE are authenticated here)."""
+        from . import legacy_http
+
+        assert self.legacy is not None
+        if who is None:
+            got = ANONYMOUS if self._anonymous else await self.authenticator.authenticate(Credentials("http", headers))
+            if isinstance(got, Challenge):
+                await _challenge(send, got)
+                return
+            who = got
+        if can_sse is None:
+            accept = headers.get("accept", "*/*").lower()
+            can_sse = "*/*" in accept or "text/event-stream" in accept or "text/*" in accept
+        answer = await self.legacy.exchange(method, message, headers, who, can_sse)
+        await legacy_http.write(answer, receive, send)
 
     async def _read_body(self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send) -> bytes | None:
         length = headers.get("content-length")

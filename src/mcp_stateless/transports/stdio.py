@@ -27,9 +27,10 @@ from typing import Any
 
 from ..protocol import envelope, errors
 from ..protocol.encoding import encode_message
-from ..protocol.endpoint import Call, Endpoint, ListenEnd, ListenEvent, authenticator_for
+from ..protocol.endpoint import Call, Endpoint, LegacyEndpoint, ListenEnd, ListenEvent, StdioSession, authenticator_for
 from ..protocol.envelope import Notification, Rejection, Request
 from ..protocol.errors import McpError
+from ..protocol.legacy import stdio_era
 from ..protocol.principal import ANONYMOUS, Authenticator, Challenge, Credentials
 
 log = logging.getLogger("mcp_stateless.stdio")
@@ -60,11 +61,16 @@ class StdioServer:
     """Serves one endpoint over a pair of byte streams (stdin/stdout of this process by default).
 
     `authenticator` defaults to the endpoint's own (see `authenticator_for`); `environ` is where the
-    credentials come from (this process's environment by default)."""
+    credentials come from (this process's environment by default). `legacy`: the 2025-era branch, which
+    gets the whole process when its first message is `initialize`."""
 
     def __init__(self, endpoint: Endpoint, *, authenticator: Authenticator | None = None,
-                 environ: Mapping[str, str] | None = None, drain_timeout: float = 1.0) -> None:
+                 environ: Mapping[str, str] | None = None, drain_timeout: float = 1.0,
+                 legacy: LegacyEndpoint | None = None) -> None:
         self.endpoint = endpoint
+        self.legacy = legacy
+        self._first = True
+        self._legacy_session: StdioSession | None = None
         self.authenticator = authenticator_for(endpoint, authenticator)
         self.environ = environ if environ is not None else os.environ
         self.drain_timeout = drain_timeout
@@ -90,6 +96,13 @@ class StdioServer:
             message = envelope.parse(line)
         except McpError as e:
             self.write(errors.error_response(None, e))
+            return
+        if self._first:  # the first message picks the process's era
+            self._first = False
+            if self.legacy is not None and stdio_era(message) == "legacy":
+                self._legacy_session = self.legacy.stdio_session(self._call.principal, self.write)
+        if self._legacy_session is not None:
+            self._legacy_session.receive(message)
             return
         decision = envelope.classify(message, None, self.endpoint.table, self.endpoint.supported_versions)
         if isinstance(decision, Rejection):
@@ -180,6 +193,8 @@ class StdioServer:
         return True
 
     async def shutdown(self) -> None:
+        if self._legacy_session is not None:
+            await self._legacy_session.aclose()
         await self.endpoint.aclose()
         pending = [t for t, _ in self._inflight.values()]
         if pending:
@@ -221,11 +236,12 @@ def _feed_from_thread(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamRea
         loop.call_soon_threadsafe(reader.feed_eof)
 
 
-async def _amain(endpoint: Endpoint, out_fd: int, tool_threads: int, authenticator: Authenticator | None) -> bool:
+async def _amain(endpoint: Endpoint, out_fd: int, tool_threads: int, authenticator: Authenticator | None,
+                 legacy: LegacyEndpoint | None = None) -> bool:
     loop = asyncio.get_running_loop()
     # Sync tools run in the default executor: size it so that blocking calls do not queue behind each other.
     loop.set_default_executor(ThreadPoolExecutor(max_workers=tool_threads, thread_name_prefix="mcp-tool"))
-    server = StdioServer(endpoint, authenticator=authenticator)
+    server = StdioServer(endpoint, authenticator=authenticator, legacy=legacy)
     reader = asyncio.StreamReader(limit=MAX_LINE)
     in_fd = sys.stdin.fileno()
     if _is_stream(in_fd):
@@ -253,7 +269,7 @@ def _new_loop() -> asyncio.AbstractEventLoop:
 
 
 def serve_stdio(endpoint: Endpoint, out_fd: int | None = None, *, tool_threads: int = 64,
-                authenticator: Authenticator | None = None) -> int:
+                authenticator: Authenticator | None = None, legacy: LegacyEndpoint | None = None) -> int:
     """Serve `endpoint` on this process's stdin/stdout until stdin reaches EOF; the process is the server's.
     Returns the exit status: 0, or 1 when the environment's credentials were refused.
 
@@ -265,7 +281,7 @@ def serve_stdio(endpoint: Endpoint, out_fd: int | None = None, *, tool_threads: 
         out_fd = protect_stdout()
     loop = _new_loop()
     try:
-        served = loop.run_until_complete(_amain(endpoint, out_fd, tool_threads, authenticator))
+        served = loop.run_until_complete(_amain(endpoint, out_fd, tool_threads, authenticator, legacy))
     finally:
         rest = asyncio.all_tasks(loop)
         for t in rest:
