@@ -53,7 +53,7 @@ class ServeConfig:
     auth_issuers: tuple[str, ...] = ()
     resource_url: str | None = None
     auth_required_scopes: tuple[str, ...] = ()
-    auth_refresh_seconds: float = 30.0
+    auth_refresh_seconds: int = 30
 
     @property
     def processes(self) -> int:

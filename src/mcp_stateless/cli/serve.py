@@ -88,7 +88,7 @@ def register(sub: Any) -> None:
                            "https://mcp.example.com/mcp; also MCP_STATELESS_RESOURCE_URL")
     auth.add_argument("--auth-required-scopes", nargs="+", default=[], metavar="SCOPE",
                       help="scopes every request needs; also MCP_STATELESS_AUTH_SCOPES (space-separated)")
-    auth.add_argument("--auth-jwks-refresh", type=float, default=30.0, metavar="SECONDS",
+    auth.add_argument("--auth-jwks-refresh", type=int, default=30, metavar="SECONDS",
                       help="least time between two key fetches of one issuer on an unknown key id (default 30)")
 
 
