@@ -28,15 +28,19 @@ PV = "2026-07-28"
 
 
 @contextlib.contextmanager
-def protected(issuers: list[str], *extra: str) -> Iterator[str]:
-    """`mcp-stateless serve` trusting `issuers`; yields its canonical resource URL."""
-    port = free_port()
+def protected(issuers: list[str], *extra: str, app: str = APP, port: int | None = None,
+              env_extra: dict[str, str] | None = None) -> Iterator[str]:
+    """`mcp-stateless serve` trusting `issuers` (none: the app brings its own authenticator); yields its
+    canonical resource URL."""
+    port = port or free_port()
     url = f"http://127.0.0.1:{port}/mcp"
-    argv = [CLI, "serve", APP, "--http", f"127.0.0.1:{port}", "--state", "memory://", "--resource-url", url,
-            "--log-level", "warning", *extra]
+    argv = [CLI, "serve", app, "--http", f"127.0.0.1:{port}", "--state", "memory://", "--log-level", "warning",
+            *extra]
+    if issuers:
+        argv += ["--resource-url", url]
     for issuer in issuers:
         argv += ["--auth-issuer", issuer]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_STATELESS_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_STATELESS_")} | (env_extra or {})
     proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, env=env)
     try:
@@ -295,3 +299,34 @@ def test_key_rotation_and_jwks_outage(tmp_path: Path, other_auth_server: AuthSer
 def _header_kid(token: str) -> str:
     head = token.split(".")[0]
     return str(orjson.loads(base64.urlsafe_b64decode(head + "=" * (-len(head) % 4)))["kid"])
+
+
+# ------------------------------------------------------------------------------ opaque tokens
+def test_opaque_tokens_by_introspection_and_revocation(auth_server: AuthServer) -> None:
+    """An app with its own BearerAuthenticator (the Python API) checks opaque tokens at the AS's
+    introspection endpoint; a revoked token stops working once the 1 s introspection cache expires."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    env = {"AUTH_TEST_ISSUER": auth_server.issuer, "AUTH_TEST_RESOURCE": url}
+    with protected([], app="tests/auth/introspected_app.py:app", port=port, env_extra=env):
+        token = auth_server.token("opaque", url, "tools:read")
+        assert token.count(".") == 0  # opaque, not a JWT
+        r = call(url, "tools/call", {"name": "whoami", "arguments": {}}, token)
+        assert r.status_code == 200, r.text
+        assert r.json()["result"]["structuredContent"] == {"id": f"{auth_server.issuer}#opaque",
+                                                           "scopes": ["tools:read"]}
+        other = auth_server.token("opaque", "http://127.0.0.1:1/elsewhere", "tools:read")
+        r = call(url, "tools/list", token=other)
+        assert r.status_code == 401 and r.json()["error"]["message"] == "Invalid access token: inactive"
+        revoked = httpx.post(f"{auth_server.issuer}/token/revocation", timeout=10, data={
+            "token": token, "client_id": "opaque", "client_secret": "opaque-secret"})
+        assert revoked.status_code == 200
+        deadline = time.monotonic() + 5
+        while call(url, "tools/list", token=token).status_code == 200:
+            assert time.monotonic() < deadline, "a revoked token kept working past the introspection cache"
+            time.sleep(0.2)
+        r = call(url, "tools/list", token=token)
+        assert r.status_code == 401
+        assert r.headers["www-authenticate"] == (f'Bearer error="invalid_token", '
+                                                 f'resource_metadata="{prm_url(url)}"')
+        assert token not in r.text

@@ -319,9 +319,13 @@ class BearerAuthenticator:
             iss = answer.get("iss")
             if not isinstance(iss, str) or iss not in self._issuers:
                 iss = next(iter(self._issuers))
+            claims = dict(answer)
+            # RFC 7662 `sub` is optional; a client_credentials token's subject is its client
+            if "sub" not in claims and isinstance(answer.get("client_id"), str):
+                claims["sub"] = answer["client_id"]
             try:
-                self._check_claims(answer)
-                principal = self._principal(iss, answer)
+                self._check_claims(claims)
+                principal = self._principal(iss, claims)
             except TokenRejected:
                 principal = None
             exp = answer.get("exp")

@@ -6,7 +6,9 @@
 // Clients (client_credentials, client_secret_post/basic):
 //   full   / full-secret    may get "tools:read tools:admin"
 //   reader / reader-secret  may get "tools:read" only
-//   brief  / brief-secret   like full, but its access tokens live 1 second (the expiry tests)
+//   opaque / opaque-secret  like full, but its access tokens are opaque (introspection tests)
+// and one client that only introspects (client_secret_basic), as a resource server would:
+//   rs     / rs-secret
 // Every resource indicator gets an audience-bound RS256 JWT access token (RFC 8707 + RFC 9068).
 // Prints "READY <issuer>" on stdout once it listens.
 import { readFileSync } from 'node:fs';
@@ -20,38 +22,36 @@ const { default: Provider } = await import(pathToFileURL(tools.resolve('oidc-pro
 const port = Number(process.env.AS_PORT);
 const jwks = JSON.parse(readFileSync(process.env.AS_JWKS, 'utf8'));
 const issuer = `http://127.0.0.1:${port}`;
-const client = (id, scope) => ({
+const client = (id, scope, method = 'client_secret_post') => ({
   client_id: id,
   client_secret: `${id}-secret`,
   grant_types: ['client_credentials'],
   redirect_uris: [],
   response_types: [],
-  token_endpoint_auth_method: 'client_secret_post',
+  token_endpoint_auth_method: method,
   scope,
 });
 
 const provider = new Provider(issuer, {
   clients: [client('full', 'tools:read tools:admin'), client('reader', 'tools:read'),
-    client('brief', 'tools:read tools:admin')],
+    client('opaque', 'tools:read tools:admin'), client('rs', 'tools:read', 'client_secret_basic')],
   jwks,
   scopes: ['tools:read', 'tools:admin'],
   features: {
     devInteractions: { enabled: false },
     clientCredentials: { enabled: true },
     introspection: { enabled: true },
+    revocation: { enabled: true },
     resourceIndicators: {
       enabled: true,
       defaultResource: () => undefined,
-      getResourceServerInfo: () => ({
+      getResourceServerInfo: (ctx, resource, c) => ({
         scope: 'tools:read tools:admin',
-        accessTokenFormat: 'jwt',
+        accessTokenFormat: c.clientId === 'opaque' ? 'opaque' : 'jwt',
         accessTokenTTL: 600,
         jwt: { sign: { alg: 'RS256' } },
       }),
     },
-  },
-  ttl: {
-    ClientCredentials: (ctx, token, c) => (c.clientId === 'brief' ? 1 : 600),
   },
 });
 // Quiet: the tests read stdout for READY only.
