@@ -87,4 +87,4 @@ def test_scopes_must_be_a_list_of_tokens() -> None:
     app = App("x", "1")
     for bad in ("tools:read", ["two words"], [""]):
         with pytest.raises(ValueError, match="scopes must be a list of scope tokens"):
-            app.tool(scopes=bad)(lambda: "x")
+            app.tool("t", scopes=bad)(lambda: "x")
