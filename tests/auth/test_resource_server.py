@@ -330,3 +330,34 @@ def test_opaque_tokens_by_introspection_and_revocation(auth_server: AuthServer) 
         assert r.headers["www-authenticate"] == (f'Bearer error="invalid_token", '
                                                  f'resource_metadata="{prm_url(url)}"')
         assert token not in r.text
+
+
+def test_a_cached_verification_still_ends_at_exp(auth_server: AuthServer) -> None:
+    """Verified tokens are cached (perf), but only until their exp: the cache never extends a token."""
+    import asyncio
+
+    from mcp_stateless.auth import BearerAuthenticator
+    from mcp_stateless.auth.bearer import TokenRejected
+
+    resource = "http://127.0.0.1:9/mcp"
+    key = auth_server.keys[0]
+    claims = _claims_of(auth_server.token("full", resource, "tools:read"))
+    short = _mint(key, {**claims, "exp": int(time.time()) + 2}, kid=key["kid"])
+
+    async def scenario() -> None:
+        auth = BearerAuthenticator(resource, [auth_server.issuer], leeway=0)
+        try:
+            first = await auth.verify(short)
+            assert first.id == f"{auth_server.issuer}#full"
+            assert await auth.verify(short) is first  # the cache answered
+            await asyncio.sleep(max(0.0, claims_exp(short) - time.time()) + 0.2)
+            with pytest.raises(TokenRejected, match="^expired$"):
+                await auth.verify(short)
+        finally:
+            await auth.aclose()
+
+    asyncio.run(scenario())
+
+
+def claims_exp(token: str) -> float:
+    return float(_claims_of(token)["exp"])
