@@ -351,7 +351,7 @@ def test_a_cached_verification_still_ends_at_exp(auth_server: AuthServer) -> Non
             assert first.id == f"{auth_server.issuer}#full"
             assert await auth.verify(short) is first  # the cache answered
             await asyncio.sleep(max(0.0, claims_exp(short) - time.time()) + 0.2)
-            with pytest.raises(TokenRejected, match="^expired$"):
+            with pytest.raises(TokenRejected, match=r"^expired$"):
                 await auth.verify(short)
         finally:
             await auth.aclose()
