@@ -16,10 +16,10 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from as_harness import ROOT, AuthServer, signing_key
 from joserfc import jwt
 from joserfc.jwk import RSAKey
 
-from conftest import ROOT, AuthServer, signing_key
 from services import free_port
 
 CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")
@@ -250,7 +250,8 @@ def test_another_principals_handle_is_unknown(server: str, auth_server: AuthServ
 def test_key_rotation_and_jwks_outage(tmp_path: Path, other_auth_server: AuthServer) -> None:
     """Rotation at the AS is picked up without a restart (an unknown kid refetches the JWKS); with the
     AS down, cached keys keep working and a token with a new kid is a clear 503 / -32603."""
-    from conftest import NODE, OIDC
+    from as_harness import NODE, OIDC
+
     from services import need
 
     need(NODE, "Node 22 (tools/node)")
