@@ -362,3 +362,24 @@ def test_a_cached_verification_still_ends_at_exp(auth_server: AuthServer) -> Non
 
 def claims_exp(token: str) -> float:
     return float(_claims_of(token)["exp"])
+
+
+# ------------------------------------------------------------------------------ stdio
+def test_stdio_takes_its_token_from_the_environment(auth_server: AuthServer) -> None:
+    resource = "http://127.0.0.1:9/mcp"  # a stdio server still has a canonical URI for its audience
+    argv = [CLI, "serve", APP, "--stdio", "--state", "memory://", "--auth-issuer", auth_server.issuer,
+            "--resource-url", resource]
+    base = {k: v for k, v in os.environ.items() if not k.startswith("MCP_STATELESS_")}
+    msg = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "whoami", "arguments": {}, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": PV, "io.modelcontextprotocol/clientCapabilities": {}}}}
+    token = auth_server.token("reader", resource, "tools:read")
+    r = subprocess.run(argv, cwd=ROOT, capture_output=True, timeout=30, input=orjson.dumps(msg) + b"\n",
+                       env=base | {"MCP_STATELESS_AUTHORIZATION": f"Bearer {token}"})
+    assert r.returncode == 0, r.stderr
+    assert orjson.loads(r.stdout)["result"]["structuredContent"]["id"] == f"{auth_server.issuer}#reader"
+    forged = _mint(signing_key("attacker"), _claims_of(token), kid=auth_server.keys[0]["kid"])
+    r = subprocess.run(argv, cwd=ROOT, capture_output=True, timeout=30, input=orjson.dumps(msg) + b"\n",
+                       env=base | {"MCP_STATELESS_AUTHORIZATION": f"Bearer {forged}"})
+    assert r.returncode != 0 and r.stdout == b""
+    assert b"credentials refused (401): Invalid access token: bad signature" in r.stderr
+    assert forged.encode() not in r.stderr
