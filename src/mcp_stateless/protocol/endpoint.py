@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .envelope import MethodTable, Request, RequestId
-from .errors import McpError, error_response
+from .errors import InsufficientScope, McpError, error_response
 from .principal import ANONYMOUS, AnonymousAuthenticator, Authenticator, Principal, TransportKind
 
 
@@ -39,10 +39,12 @@ class Call:
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """One JSON-RPC response message. `error_code` is None for a result."""
+    """One JSON-RPC response message. `error_code` is None for a result; `scopes` is set when the
+    refusal is `InsufficientScope` (HTTP answers 403 with a step-up challenge)."""
 
     message: dict[str, Any]
     error_code: int | None = None
+    scopes: frozenset[str] | None = None
 
     @classmethod
     def result(cls, id_: RequestId, result: dict[str, Any]) -> Reply:
@@ -50,7 +52,8 @@ class Reply:
 
     @classmethod
     def error(cls, id_: RequestId | None, err: McpError) -> Reply:
-        return cls(error_response(id_, err), err.code)
+        return cls(error_response(id_, err), err.code,
+                   err.scopes if isinstance(err, InsufficientScope) else None)
 
 
 @dataclass(frozen=True, slots=True)

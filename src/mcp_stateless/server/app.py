@@ -11,7 +11,7 @@ handle.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ..protocol.caching import CacheHint
@@ -193,6 +193,7 @@ class App:
         detach: DetachMode = "start",
         retry_safe: bool = False,
         blocking: bool = True,
+        scopes: Sequence[str] = (),
     ) -> Callable[[F], F]:
         """Register a tool. The input schema comes from the signature unless `input_schema` is given.
 
@@ -203,6 +204,7 @@ class App:
         `task="optional"` lets a client that declared the Tasks extension get a durable task (others get
         the result synchronously); `task="required"` refuses clients without it (-32021). `retry_safe=True`
         lets another instance re-run the task if the one running it dies (otherwise it is marked failed).
+        `scopes`: OAuth scopes the caller's token must carry to list and call it (see docs/auth.md).
         """
 
         def deco(fn: F) -> F:
@@ -221,6 +223,7 @@ class App:
                     detach=detach,
                     retry_safe=retry_safe,
                     blocking=blocking,
+                    scopes=scopes,
                     injectable=(Context, Handle),
                 )
             )
@@ -241,9 +244,11 @@ class App:
         description: str | None = None,
         title: str | None = None,
         arguments: list[PromptArgument] | None = None,
+        scopes: Sequence[str] = (),
     ) -> Callable[[F], F]:
         def deco(fn: F) -> F:
-            self.add_prompt(Prompt.build(fn, name=name, description=description, title=title, arguments=arguments))
+            self.add_prompt(Prompt.build(fn, name=name, description=description, title=title, arguments=arguments,
+                                         scopes=scopes))
             return fn
 
         return deco
@@ -265,13 +270,14 @@ class App:
         size: int | None = None,
         annotations: Mapping[str, Any] | None = None,
         cache: CacheHint | None = None,
+        scopes: Sequence[str] = (),
     ) -> Callable[[F], F]:
         """Register a resource (a fixed URI) or, when `uri` contains `{…}`, a resource template."""
 
         def deco(fn: F) -> F:
             self.catalog.add_resource(build_resource(uri, fn, name=name, description=description, title=title,
                                                      mime_type=mime_type, size=size, annotations=annotations,
-                                                     cache=cache))
+                                                     cache=cache, scopes=scopes))
             return fn
 
         return deco

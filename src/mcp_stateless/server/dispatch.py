@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..protocol import errors, paging
 from ..protocol.caching import CACHEABLE_METHODS
 from ..protocol.endpoint import Call, Reply
 from ..protocol.envelope import META_SERVER_INFO, Request
-from ..protocol.errors import McpError
+from ..protocol.errors import InsufficientScope, McpError
 from ..tasks.model import EXTENSION_ID as TASKS_EXTENSION
 from ..tasks.runtime import REQUIRED_CAPABILITY as TASKS_REQUIRED
 from ..tasks.runtime import declares_tasks
@@ -28,6 +28,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcp_stateless")
 
 MethodHandler = Callable[[Request, Call], Awaitable[dict[str, Any]]]
+
+
+class _Scoped(Protocol):
+    @property
+    def scopes(self) -> frozenset[str]: ...
 
 
 def no_task_runtime(tool: str) -> str:
@@ -111,17 +116,37 @@ class Dispatcher:
             out["nextCursor"] = nxt
         return out
 
+    def _visible(self, kind: str, req: Request, call: Call, entries: Iterable[_Scoped],
+                 describe: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+        """A list page of what the caller's scopes allow. A list that depends on the caller's scopes
+        is marked ``cacheScope: "private"``: a shared cache must not hand it to another principal."""
+        have = call.principal.scopes
+        scoped = False
+        shown: list[dict[str, Any]] = []
+        for entry in entries:
+            if entry.scopes:
+                scoped = True
+                if not entry.scopes <= have:
+                    continue
+            shown.append(describe(entry))
+        result = self._page(kind, req, shown)
+        if scoped:
+            result["ttlMs"] = self.app.cache_hint(req.method).ttl_ms
+            result["cacheScope"] = "private"
+        return result
+
     async def tools_list(self, req: Request, call: Call) -> dict[str, Any]:
-        return self._page("tools", req, [t.descriptor for t in self.app.catalog.tools.values()])
+        return self._visible("tools", req, call, self.app.catalog.tools.values(), lambda t: t.descriptor)
 
     async def prompts_list(self, req: Request, call: Call) -> dict[str, Any]:
-        return self._page("prompts", req, [p.descriptor for p in self.app.catalog.prompts.values()])
+        return self._visible("prompts", req, call, self.app.catalog.prompts.values(), lambda p: p.descriptor)
 
     async def resources_list(self, req: Request, call: Call) -> dict[str, Any]:
-        return self._page("resources", req, [r.describe() for r in self.app.catalog.resources.values()])
+        return self._visible("resources", req, call, self.app.catalog.resources.values(), lambda r: r.describe())
 
     async def templates_list(self, req: Request, call: Call) -> dict[str, Any]:
-        return self._page("resourceTemplates", req, [t.describe() for t in self.app.catalog.templates.values()])
+        return self._visible("resourceTemplates", req, call, self.app.catalog.templates.values(),
+                             lambda t: t.describe())
 
     # -- MRTR-capable methods ---------------------------------------------------------------
     async def tools_call(self, req: Request, call: Call) -> dict[str, Any]:
@@ -133,6 +158,8 @@ class Dispatcher:
         tool = app.catalog.tools.get(name)
         if tool is None:
             raise McpError(errors.INVALID_PARAMS, f"Unknown tool: {name}", {"name": name})
+        if tool.scopes and not tool.scopes <= call.principal.scopes:
+            raise InsufficientScope(f"tool {name}", tool.scopes)
         arguments = params.get("arguments")
         if arguments is None:
             arguments = {}
@@ -163,6 +190,8 @@ class Dispatcher:
         prompt = app.catalog.prompts.get(name) if isinstance(name, str) else None
         if prompt is None:
             raise McpError(errors.INVALID_PARAMS, f"Unknown prompt: {name}", {"name": name})
+        if prompt.scopes and not prompt.scopes <= call.principal.scopes:
+            raise InsufficientScope(f"prompt {prompt.name}", prompt.scopes)
         args = params.get("arguments") or {}
         if not isinstance(args, dict) or not all(isinstance(v, str) for v in args.values()):
             raise errors.invalid_params("prompt arguments must be an object of strings")
@@ -201,6 +230,8 @@ class Dispatcher:
         if found is None:
             raise McpError(errors.INVALID_PARAMS, "Resource not found", data)
         res, variables = found
+        if res.scopes and not res.scopes <= call.principal.scopes:
+            raise InsufficientScope(f"resource {uri}", res.scopes)
         kwargs: dict[str, Any] = dict(variables)
         try:
             _convert(res.convert, kwargs)

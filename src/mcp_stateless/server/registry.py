@@ -7,7 +7,7 @@ looks things up.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -35,6 +35,12 @@ def _check_tool_name(name: str) -> None:
 def _doc(fn: Handler) -> str | None:
     doc = inspect.getdoc(fn)
     return doc.strip() if doc else None
+
+
+def _scopes(scopes: Sequence[str]) -> frozenset[str]:
+    if isinstance(scopes, str) or not all(isinstance(s, str) and s and " " not in s for s in scopes):
+        raise ValueError("scopes must be a list of scope tokens (non-empty strings without spaces)")
+    return frozenset(scopes)
 
 
 def _is_async(fn: Handler) -> bool:
@@ -65,6 +71,7 @@ class Tool:
     detach: DetachMode = "start"
     retry_safe: bool = False
     blocking: bool = True  # False: a quick sync handler, called on the event loop (no worker thread)
+    scopes: frozenset[str] = frozenset()  # OAuth scopes a caller needs to see and call it
 
     @classmethod
     def build(
@@ -84,6 +91,7 @@ class Tool:
         detach: DetachMode = "start",
         retry_safe: bool = False,
         blocking: bool = True,
+        scopes: Sequence[str] = (),
     ) -> Tool:
         if task not in ("forbidden", "optional", "required"):
             raise ValueError('task must be "forbidden", "optional" or "required"')
@@ -113,6 +121,7 @@ class Tool:
             detach=detach,
             retry_safe=retry_safe,
             blocking=blocking,
+            scopes=_scopes(scopes),
         )
         d: dict[str, Any] = {"name": tool_name}
         _put(d, "title", title)
@@ -153,6 +162,7 @@ class Prompt:
     is_async: bool = False
     descriptor: dict[str, Any] = field(default_factory=dict)
     convert: Converters = field(default_factory=dict)
+    scopes: frozenset[str] = frozenset()  # OAuth scopes a caller needs to see and use it
 
     @classmethod
     def build(
@@ -165,6 +175,7 @@ class Prompt:
         arguments: list[PromptArgument] | None = None,
         icons: list[dict[str, Any]] | None = None,
         injectable: tuple[type, ...] = (Context,),
+        scopes: Sequence[str] = (),
     ) -> Prompt:
         binding = input_binding(fn, injectable=injectable)
         if arguments is None:
@@ -183,6 +194,7 @@ class Prompt:
             icons,
             _is_async(fn),
             convert=string_converters(fn, binding.injected),
+            scopes=_scopes(scopes),
         )
         d: dict[str, Any] = {"name": p.name}
         _put(d, "title", title)
@@ -209,6 +221,7 @@ class Resource:
     is_async: bool = False
     descriptor: dict[str, Any] = field(default_factory=dict)
     convert: Converters = field(default_factory=dict)
+    scopes: frozenset[str] = frozenset()  # OAuth scopes a caller needs to see and use it
 
     def describe(self) -> dict[str, Any]:
         d: dict[str, Any] = {"uri": self.uri, "name": self.name}
@@ -234,6 +247,7 @@ class ResourceTemplate:
     is_async: bool = False
     descriptor: dict[str, Any] = field(default_factory=dict)
     convert: Converters = field(default_factory=dict)
+    scopes: frozenset[str] = frozenset()  # OAuth scopes a caller needs to see and use it
 
     def describe(self) -> dict[str, Any]:
         d: dict[str, Any] = {"uriTemplate": self.template.template, "name": self.name}
@@ -281,6 +295,7 @@ def build_resource(
     size: int | None = None,
     annotations: Mapping[str, Any] | None = None,
     cache: CacheHint | None = None,
+    scopes: Sequence[str] = (),
 ) -> Resource | ResourceTemplate:
     """A resource for a fixed URI or, when `uri` contains `{…}`, a resource template."""
     inj = injected_params(fn)
@@ -292,6 +307,6 @@ def build_resource(
     convert = string_converters(fn, inj)
     if template is not None:
         return ResourceTemplate(template, name or fn.__name__, fn, inj, desc, title, mime_type, ann, cache,
-                                is_async, convert=convert)
+                                is_async, convert=convert, scopes=_scopes(scopes))
     return Resource(uri, name or fn.__name__, fn, inj, desc, title, mime_type, size, ann, cache, is_async,
-                    convert=convert)
+                    convert=convert, scopes=_scopes(scopes))

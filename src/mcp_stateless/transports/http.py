@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
 import orjson
@@ -156,6 +156,11 @@ class HttpTransport:
         self.authenticator = authenticator_for(endpoint, authenticator)
         # perf: with no authentication configured, skip the authenticator's coroutine on every request
         self._anonymous = isinstance(self.authenticator, AnonymousAuthenticator)
+        # An OAuth authenticator (auth.BearerAuthenticator) brings GET routes (RFC 9728 metadata) and the
+        # 403 step-up challenge for `InsufficientScope`; both optional, so any Authenticator works.
+        self._routes: Mapping[str, bytes] = getattr(self.authenticator, "metadata_routes", None) or {}
+        self._step_up: Callable[[frozenset[str]], Challenge] | None = getattr(
+            self.authenticator, "scope_challenge", None)
         self.path = path
         self.origin_policy = origin_policy
         self._loopback_policy = OriginPolicy.loopback()
@@ -193,6 +198,13 @@ class HttpTransport:
         return None
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._routes and scope["method"] == "GET":
+            doc = self._routes.get(scope.get("path", ""))
+            if doc is not None:
+                await send({"type": "http.response.start", "status": 200, "headers": [
+                    *_json_headers(len(doc)), (b"access-control-allow-origin", b"*")]})
+                await send({"type": "http.response.body", "body": doc})
+                return
         if self.path is not None:
             path = scope.get("path", "")
             root = scope.get("root_path", "")
@@ -356,6 +368,9 @@ class HttpTransport:
                     await send({"type": "http.response.start", "status": 200, "headers": sse.HEADERS})
                 await send({"type": "http.response.body", "body": sse.event(data)})
             else:
+                if reply.scopes is not None:
+                    await self._scope_refusal(send, reply.scopes, data)
+                    return
                 status = 200 if reply.error_code is None else errors.http_status_for(reply.error_code)
                 await send({"type": "http.response.start", "status": status, "headers": _json_headers(len(data))})
                 await send({"type": "http.response.body", "body": data})
@@ -393,8 +408,21 @@ class HttpTransport:
             await send({"type": "http.response.start", "status": 200, "headers": sse.HEADERS})
             await send({"type": "http.response.body", "body": frames + sse.event(data)})
             return
+        if reply.scopes is not None:
+            await self._scope_refusal(send, reply.scopes, data)
+            return
         status = 200 if reply.error_code is None else errors.http_status_for(reply.error_code)
         await send({"type": "http.response.start", "status": status, "headers": _json_headers(len(data))})
+        await send({"type": "http.response.body", "body": data})
+
+    async def _scope_refusal(self, send: Send, scopes: frozenset[str], data: bytes) -> None:
+        """403 with a step-up challenge; the body is the JSON-RPC error (it keeps the request id)."""
+        if self._step_up is not None:
+            header = self._step_up(scopes).www_authenticate
+        else:
+            header = f'Bearer error="insufficient_scope", scope="{" ".join(sorted(scopes))}"'
+        await send({"type": "http.response.start", "status": 403, "headers": [
+            *_json_headers(len(data)), (b"www-authenticate", header.encode("latin-1"))]})
         await send({"type": "http.response.body", "body": data})
 
     async def _listen(self, req: Request, call: Call, receive: Receive, send: Send) -> None:
@@ -475,9 +503,11 @@ async def _error(send: Send, status: int, id_: Any, err: McpError) -> None:
 
 
 async def _challenge(send: Send, refusal: Challenge) -> None:
-    body = orjson.dumps(errors.error_response(None, McpError(errors.INVALID_REQUEST, refusal.message)))
-    await send({"type": "http.response.start", "status": refusal.status, "headers": [
-        *_json_headers(len(body)), (b"www-authenticate", refusal.www_authenticate.encode("latin-1"))]})
+    body = orjson.dumps(errors.error_response(None, McpError(refusal.code, refusal.message)))
+    headers = _json_headers(len(body))
+    if refusal.www_authenticate:
+        headers.append((b"www-authenticate", refusal.www_authenticate.encode("latin-1")))
+    await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
