@@ -396,3 +396,88 @@ async def test_tool_with_task(ctx: Context) -> str:
     await ctx.detach()
     await asyncio.sleep(0.2)
     return f"Hello, {(answer.content or {}).get('name', '')}! (finished as a task)"
+
+
+# --------------------------------------------------------------------------- 2025-11-25 fixtures
+# The same handlers serve both eras: on the legacy path `ctx.elicit` / `ctx.sample` become real
+# server->client requests on the call's stream; on the modern path they are MRTR input requests.
+@app.tool()
+async def test_tool_with_logging(ctx: Context) -> str:
+    """Sends three info log notifications during execution"""
+    ctx.log("info", "Tool execution started")
+    await asyncio.sleep(0.05)
+    ctx.log("info", "Tool processing data")
+    await asyncio.sleep(0.05)
+    ctx.log("info", "Tool execution completed")
+    return "Logging test completed"
+
+
+@app.tool()
+def test_sampling(prompt: str, ctx: Context) -> str:
+    """Asks the client to sample an answer to `prompt`"""
+    got = ctx.sample(prompt, 100, key="sampling")
+    c = got.get("content")
+    text = c.get("text", "") if isinstance(c, dict) else ""
+    return f"LLM response: {text}"
+
+
+@app.tool()
+def test_elicitation(message: str, ctx: Context) -> str:
+    """Asks the user for a username and an email"""
+    answer = ctx.elicit(message, {
+        "type": "object",
+        "properties": {"username": {"type": "string", "description": "User's response"},
+                       "email": {"type": "string", "description": "User's email address"}},
+        "required": ["username", "email"]}, key="user_info")
+    return f"User response: action={answer.action}, content={json.dumps(answer.content or {})}"
+
+
+@app.tool()
+def test_elicitation_sep1034_defaults(ctx: Context) -> str:
+    """Elicits a form whose fields all carry defaults (SEP-1034)"""
+    answer = ctx.elicit("Please review your details", {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "score": {"type": "number", "default": 95.5},
+            "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+            "verified": {"type": "boolean", "default": True},
+        }}, key="defaults")
+    return f"Elicitation completed: action={answer.action}, content={json.dumps(answer.content or {})}"
+
+
+@app.tool()
+def test_elicitation_sep1330_enums(ctx: Context) -> str:
+    """Elicits every enum shape (SEP-1330)"""
+    answer = ctx.elicit("Please choose", {
+        "type": "object",
+        "properties": {
+            "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+            "titledSingle": {"type": "string", "oneOf": [{"const": "value1", "title": "First Option"},
+                                                         {"const": "value2", "title": "Second Option"},
+                                                         {"const": "value3", "title": "Third Option"}]},
+            "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
+                           "enumNames": ["Option One", "Option Two", "Option Three"]},
+            "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+            "titledMulti": {"type": "array", "items": {"anyOf": [{"const": "value1", "title": "First Choice"},
+                                                                 {"const": "value2", "title": "Second Choice"},
+                                                                 {"const": "value3", "title": "Third Choice"}]}},
+        }}, key="enums")
+    return f"Elicitation completed: action={answer.action}, content={json.dumps(answer.content or {})}"
+
+
+@app.resource("test://watched-resource", name="watched-resource", description="A resource to subscribe to",
+              mime_type="text/plain")
+def watched_resource() -> str:
+    return "Watched resource content."
+
+
+@app.tool()
+async def test_reconnection(ctx: Context) -> str:
+    """Closes its SSE stream mid-call (2025 clients resume with Last-Event-ID); a no-op elsewhere"""
+    from mcp_stateless.server.legacy import close_stream
+
+    close_stream(ctx)
+    await asyncio.sleep(0.2)
+    return "Reconnection test completed"

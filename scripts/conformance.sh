@@ -2,6 +2,7 @@
 # Run the official MCP conformance suite against our server (and, later, our client).
 #
 #   scripts/conformance.sh server           the 37 scored 2026-07-28 server scenarios (no baseline)
+#   scripts/conformance.sh legacy           the scored 2025-11-25 server scenarios, same server and endpoint
 #   scripts/conformance.sh tasks            every Tasks-extension scenario, one --scenario at a time
 #   scripts/conformance.sh client           every scored non-auth 2026-07-28 client scenario, one at a time
 #                                           (examples/conformance_client.py; auth scenarios come later)
@@ -55,6 +56,18 @@ case "$mode" in
         set -e
         sed -n '/=== SUMMARY ===/,$p' "$OUT/server.log"
         [ $rc -eq 0 ] || { echo "conformance (server) FAILED, rc=$rc; full log: $OUT/server.log" >&2; tail -50 "$OUT/server.log" >&2; }
+        exit $rc
+        ;;
+    legacy)
+        # The 2025 leg on the same endpoint the 2026-07-28 leg uses (dual era): every scored server scenario.
+        port=$(free_port); start_server "$port"
+        set +e
+        timeout 600 "$NODE" "$CLI" server --url "http://localhost:$port/mcp" --requirements 2025-11-25 \
+            -o "$OUT/legacy" "$@" >"$OUT/legacy.log" 2>&1
+        rc=$?
+        set -e
+        sed -n '/=== SUMMARY ===/,$p' "$OUT/legacy.log"
+        [ $rc -eq 0 ] || { echo "conformance (legacy) FAILED, rc=$rc; full log: $OUT/legacy.log" >&2; tail -50 "$OUT/legacy.log" >&2; }
         exit $rc
         ;;
     tasks)

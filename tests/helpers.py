@@ -15,6 +15,7 @@ import orjson
 
 from mcp_stateless import App, HttpTransport
 from mcp_stateless.conformance import schema
+from mcp_stateless.protocol.headers import mirror_headers
 
 PV = "2026-07-28"
 BASE_URL = "http://127.0.0.1:8000"
@@ -60,24 +61,12 @@ def rpc(
     return {"jsonrpc": "2.0", "id": id, "method": method, "params": p}
 
 
-NAME_KEYS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-
-
 def headers_for(message: Mapping[str, Any], **overrides: str | None) -> dict[str, str]:
     """The HTTP headers a conforming client sends for `message`; overrides replace or (None) drop one."""
     h = {"content-type": "application/json", "accept": ACCEPT_BOTH}
-    params = message.get("params") or {}
-    m = params.get("_meta") or {}
-    version = m.get("io.modelcontextprotocol/protocolVersion")
-    if isinstance(version, str):
-        h["mcp-protocol-version"] = version
-    if isinstance(message.get("method"), str):
-        h["mcp-method"] = message["method"]
-    key = NAME_KEYS.get(message.get("method", ""))
-    if key is not None and isinstance(params.get(key), str):
-        from mcp_stateless.protocol.headers import encode_header_value
-
-        h["mcp-name"] = encode_header_value(params[key])
+    method = message.get("method")
+    if isinstance(method, str):
+        h.update((k.lower(), v) for k, v in mirror_headers(method, message.get("params") or {}).items())
     for k, v in overrides.items():
         name = k.replace("_", "-").lower()
         if v is None:

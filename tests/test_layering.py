@@ -11,6 +11,7 @@ import is still a dependency a reader and mypy must follow). Layers are the subp
     server        the App framework: protocol, state, tasks
     transports    HTTP and stdio, over the endpoint seam: protocol
     client        the client: protocol
+    auth          the OAuth resource server (bearer tokens, protected resource metadata): protocol
     cli           the command line, on top: anything
 """
 
@@ -34,12 +35,13 @@ ALLOWED: dict[str, frozenset[str]] = {
     "server": frozenset({"protocol", "state", "tasks"}),
     "transports": frozenset({"protocol"}),
     "client": frozenset({"protocol"}),
-    "cli": frozenset({"protocol", "conformance", "state", "tasks", "server", "transports", "client"}),
+    "auth": frozenset({"protocol"}),
+    "cli": frozenset({"protocol", "conformance", "state", "tasks", "server", "transports", "client", "auth"}),
 }
 # Third-party packages that make up the server stack: the layers a client or a transport is built from
 # must not need them.
 SERVER_STACK = frozenset({"pydantic", "jsonschema", "referencing"})
-NO_SERVER_STACK = ("protocol", "transports", "client", "state", "tasks")
+NO_SERVER_STACK = ("protocol", "transports", "client", "state", "tasks", "auth")
 
 
 @dataclass(frozen=True)

@@ -126,11 +126,14 @@ def test_bad_app_is_one_clear_line(app: str, expected: str, mode: list[str]) -> 
     assert one_error_line(run_cli("serve", app, *mode)) == expected
 
 
-def test_app_that_fails_to_import_is_one_line(tmp_path: Path) -> None:
+def test_app_that_fails_to_import_shows_its_traceback_then_one_line(tmp_path: Path) -> None:
     bad = tmp_path / "broken.py"
     bad.write_text("import os\nraise RuntimeError('no config')\n")
-    line = one_error_line(run_cli("serve", f"{bad}:app", "--stdio"))
-    assert line.endswith("importing it raised RuntimeError: no config")
+    r = run_cli("serve", f"{bad}:app", "--stdio")
+    assert (r.returncode, r.stdout) == (2, "")
+    lines = r.stderr.strip().splitlines()
+    assert lines[:2] == ["Traceback (most recent call last):", f'  File "{bad}", line 2, in <module>']
+    assert lines[-1].endswith("importing it raised RuntimeError: no config")
     bad.write_text("def f(:\n")
     line = one_error_line(run_cli("serve", f"{bad}:app", "--stdio"))
     assert "syntax error in" in line and "line 1" in line

@@ -15,6 +15,10 @@ from typing_extensions import TypedDict
 
 from helpers import SERVER_INFO_KEY, Driver, text_of
 from mcp_stateless import App, CacheHint, Context, KeyRing, ToolError, ToolResult
+from mcp_stateless.protocol.envelope import Request
+from mcp_stateless.protocol.errors import McpError
+from mcp_stateless.protocol.mrtr import MRTR_METHODS
+from mcp_stateless.protocol.principal import ANONYMOUS
 
 
 def paged_app(**kw: Any) -> App:
@@ -351,7 +355,17 @@ async def test_mrtr_state_from_another_key_ring_is_refused_but_rotation_opens_it
         _refused(await _retry(d, state), "requestState failed verification")
 
 
-async def test_mrtr_rejects_input_required_on_other_methods() -> None:
+@pytest.mark.parametrize("method", ["completion/complete", "tools/list", "server/discover", "tasks/get"])
+async def test_mrtr_rejects_input_required_on_other_methods(method: str) -> None:
+    assert method not in MRTR_METHODS
+    req = Request(1, method, {}, "2026-07-28", dict(ELICIT), None, None, None)
+    ctx = Context(req, ANONYMOUS, loop=asyncio.get_running_loop())  # what the app builds outside MRTR methods
+    with pytest.raises(McpError) as e:
+        ctx.elicit("Sure?", {"type": "object", "properties": {"ok": {"type": "boolean"}}}, key="c")
+    assert (e.value.code, e.value.message) == (-32603, f"{method} cannot ask the client for input")
+
+
+async def test_a_completion_never_answers_input_required() -> None:
     app = App("x")
 
     @app.resource("mem://ask")
@@ -368,7 +382,7 @@ async def test_mrtr_rejects_input_required_on_other_methods() -> None:
             {"ref": {"type": "ref/resource", "uri": "mem://ask"}, "argument": {"name": "x", "value": ""}},
             caps=ELICIT,
         )
-        assert r.result["resultType"] == "complete"
+        assert (r.result["resultType"], r.result["completion"]) == ("complete", {"values": ["a"]})
 
 
 # --------------------------------------------------------------------------- schemas and validation

@@ -481,6 +481,12 @@ async def test_resources(d: Driver) -> None:
             "description": "A static binary resource (PNG)",
             "mimeType": "image/png",
         },
+        {  # the 2025-11-25 leg subscribes to it
+            "uri": "test://watched-resource",
+            "name": "watched-resource",
+            "description": "A resource to subscribe to",
+            "mimeType": "text/plain",
+        },
     ]
     templates = (await d.call("resources/templates/list")).result
     assert templates["resourceTemplates"] == [

@@ -83,12 +83,14 @@ async def test_swap_can_end_a_record(bundle: StateBundle) -> None:
     assert got is not None and got.ended is True and got.version == 2
 
 
-async def _increment(b: StateBundle, key: str) -> int:
+async def _increment(b: StateBundle, key: str, all_read: asyncio.Barrier) -> int:
     attempts = 0
     while True:
         attempts += 1
         cur = await b.handles.get(key)
         assert cur is not None
+        if attempts == 1:  # every writer holds the same version before anyone writes: they must collide
+            await all_read.wait()
         data = {"n": cur.data["n"] + 1}
         if await b.handles.swap(key, cur.version, data, cur.expires_at, cur.purge_at, False):
             return attempts
@@ -100,11 +102,15 @@ async def test_concurrent_compare_and_set_from_two_instances_loses_no_update(sta
     second = open_state(state_url) if shares_across_bundles(state_url) else first
     try:
         await first.handles.create(record(data={"n": 0}))
-        tasks = [_increment(first if i % 2 else second, "k1") for i in range(40)]
+        writers = 40
+        all_read = asyncio.Barrier(writers)
+        tasks = [_increment(first if i % 2 else second, "k1", all_read) for i in range(writers)]
         attempts = await asyncio.gather(*tasks)
         got = await first.handles.get("k1")
-        assert got is not None and got.data == {"n": 40} and got.version == 41
-        assert sum(attempts) >= 40
+        assert got is not None and got.data == {"n": writers} and got.version == writers + 1
+        # all read version 1, so exactly one first write wins and the other 39 retry at least once
+        assert attempts.count(1) == 1
+        assert sum(attempts) >= 2 * writers - 1
     finally:
         await first.aclose()
         if second is not first:

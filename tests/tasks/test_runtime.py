@@ -361,3 +361,31 @@ async def test_the_runtime_runs_tasks_through_any_tool_host() -> None:
     assert host.ran == [("t", {}), ("t", {"ok": {"action": "accept"}})]
     assert host.published == [rec.task_id, rec.task_id]
     await runtime.aclose()
+
+
+async def test_malformed_answer_is_refused_and_the_task_keeps_waiting(store: TaskStore) -> None:
+    # on every engine (memory, SQLite, the real Redis): the record is never written with a malformed answer
+    app, _ = make_app(store)
+    tid = (await call(app, "tools/call", {"name": "confirm"}))["result"]["taskId"]
+    await poll(app, tid, {"input_required"})
+    for bad in ({"action": "maybe"}, {"action": "accept", "content": "yes"}, {}):
+        msg = await call(app, "tasks/update", {"taskId": tid, "inputResponses": {"sure": bad}})
+        assert msg["error"]["code"] == -32602
+        assert msg["error"]["message"] == "inputResponses['sure'] is not a valid elicitation/create result"
+        assert msg["error"]["data"] == {"taskId": tid, "key": "sure"}
+        r = (await call(app, "tasks/get", {"taskId": tid}))["result"]
+        assert r["status"] == "input_required" and list(r["inputRequests"]) == ["sure"]
+    rec = await store.get(tid)
+    assert rec is not None and rec.answers == {} and rec.status == "input_required"
+    # a malformed answer to a key that is not pending ("really" is not asked yet) is ignored like any unknown key
+    msg = await call(app, "tasks/update", {"taskId": tid, "inputResponses": {
+        "sure": {"action": "accept", "content": {"ok": True}}, "really": {"action": "maybe"}}})
+    assert msg["result"]["resultType"] == "complete"
+    r = await poll(app, tid, {"input_required"})
+    assert list(r["inputRequests"]) == ["really"]
+    msg = await call(app, "tasks/update", {"taskId": tid, "inputResponses": {"really": {"action": "maybe"}}})
+    assert msg["error"]["code"] == -32602
+    await call(app, "tasks/update", {"taskId": tid, "inputResponses": {
+        "really": {"action": "decline"}}})
+    r = await poll(app, tid, {"completed", "failed"})
+    assert r["status"] == "completed" and r["result"]["content"][0]["text"] == "{'ok': True} None"

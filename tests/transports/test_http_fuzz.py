@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers import PV, validate_message
-from mcp_stateless import App, Context
+from helpers import PV, parse_sse, rpc, validate_message
+from mcp_stateless import App, Context, HttpTransport
 from mcp_stateless.protocol import errors
 from mcp_stateless.protocol.envelope import Notification, Rejection, Request, classify
 
@@ -179,17 +179,60 @@ def loop() -> Iterator[asyncio.AbstractEventLoop]:
     lp.close()
 
 
+fuzz_transport = HttpTransport(fuzz_app, max_body=4096)
+
+
 @pytest.fixture(scope="module")
 def client(loop: asyncio.AbstractEventLoop) -> Iterator[httpx.AsyncClient]:
-    from mcp_stateless import HttpTransport
-
-    c = httpx.AsyncClient(
-        transport=httpx.ASGITransport(HttpTransport(fuzz_app, max_body=4096)),
-        base_url="http://127.0.0.1:8000",
-        timeout=5,
-    )
+    c = httpx.AsyncClient(transport=httpx.ASGITransport(fuzz_transport), base_url="http://127.0.0.1:8000", timeout=5)
     yield c
     loop.run_until_complete(c.aclose())
+
+
+async def listen_until_first_event(content: bytes, hdrs: dict[str, str]) -> httpx.Response:
+    """POST a listen straight to the ASGI app and hang up after the first complete SSE event (a listen that
+    the server accepts never ends by itself; httpx's ASGI transport would wait for the whole body)."""
+    hung_up = asyncio.Event()
+    first_event = asyncio.Event()
+    request_sent = False
+    status = 0
+    response_headers: list[tuple[bytes, bytes]] = []
+    body = bytearray()
+
+    async def receive() -> dict[str, Any]:
+        nonlocal request_sent
+        if not request_sent:
+            request_sent = True
+            return {"type": "http.request", "body": content, "more_body": False}
+        await hung_up.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+            response_headers.extend(message.get("headers", []))
+        elif message["type"] == "http.response.body":
+            body.extend(message.get("body", b""))
+            if b"\n\n" in body or not message.get("more_body", False):
+                first_event.set()
+
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+        "path": "/mcp", "raw_path": b"/mcp", "root_path": "", "query_string": b"",
+        "headers": [(b"host", b"127.0.0.1:8000"), *((k.lower().encode("latin-1"), v.encode("latin-1"))
+                                                     for k, v in hdrs.items())],
+        "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8000),
+    }
+    app = asyncio.ensure_future(fuzz_transport(scope, receive, send))
+    try:
+        async with asyncio.timeout(5):
+            await first_event.wait()
+    finally:
+        hung_up.set()
+        async with asyncio.timeout(5):
+            await app
+    return httpx.Response(status, headers=response_headers, content=bytes(body))
 
 
 def check_reply(r: httpx.Response, method: Any) -> None:
@@ -224,21 +267,25 @@ def check_reply(r: httpx.Response, method: Any) -> None:
 
 def post(
     loop: asyncio.AbstractEventLoop, client: httpx.AsyncClient, content: bytes, hdrs: dict[str, str], method: Any
-) -> None:
-    async def go() -> None:
-        # listen streams stay open: a short client-side read budget stands in for "the client hangs up"
+) -> httpx.Response:
+    async def go() -> httpx.Response:
         if method == "subscriptions/listen":
-            try:
-                async with asyncio.timeout(0.3):
-                    r = await client.post("/mcp", content=content, headers=hdrs)
-            except TimeoutError:
-                return
+            r = await listen_until_first_event(content, hdrs)
         else:
             async with asyncio.timeout(5):
                 r = await client.post("/mcp", content=content, headers=hdrs)
         check_reply(r, method)
+        return r
 
-    loop.run_until_complete(go())
+    return loop.run_until_complete(go())
+
+
+def test_an_accepted_listen_is_checked_too(loop: asyncio.AbstractEventLoop, client: httpx.AsyncClient) -> None:
+    msg = rpc("subscriptions/listen", {"notifications": {"toolsListChanged": True}}, id="L")
+    r = post(loop, client, orjson.dumps(msg), mirrored(msg), "subscriptions/listen")
+    assert (r.status_code, r.headers["content-type"].split(";")[0]) == (200, "text/event-stream")
+    messages, _ = parse_sse(r.text)
+    assert [m["method"] for m in messages] == ["notifications/subscriptions/acknowledged"]
 
 
 FUZZ = settings(

@@ -7,6 +7,7 @@ parses and dispatches, so adding a group (audit, inventory, bridge) is one modul
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from . import client, serve
@@ -16,12 +17,24 @@ from .config import ServeConfig
 GROUPS: tuple[CommandGroup, ...] = (serve, client)
 
 
+class _Version(argparse.Action):
+    """`--version`, resolved only when asked (reading package metadata costs every other command time)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        import mcp_stateless
+
+        print(f"mcp-stateless {mcp_stateless.__version__}")
+        parser.exit(0)
+
+
 def build_parser() -> Parser:
     p = Parser(
         prog="mcp-stateless",
         description="Serve an MCP (2026-07-28, stateless) application over Streamable HTTP or stdio.",
         epilog="Example: mcp-stateless serve examples/echo.py:app --http 127.0.0.1:8000",
     )
+    p.add_argument("--version", action=_Version, nargs=0, help="print the installed version and exit")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for group in GROUPS:
         group.register(sub)

@@ -32,6 +32,8 @@ DEFAULT_MAX_INFLIGHT = 32
 Transport = Literal["stdio", "http"]
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
 LOG_LEVELS: tuple[LogLevel, ...] = ("debug", "info", "warning", "error", "critical")
+LegacyMode = Literal["serve", "reject"]
+LEGACY_MODES: tuple[LegacyMode, ...] = ("serve", "reject")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +43,11 @@ class ServeConfig:
     `keys`: the MRTR key ring (`kid:base64secret[,...]`); None keeps the app's own.
     `allowed_hosts`/`allowed_origins`: added to the Host/Origin policy ('*' host: no check).
     `instance_name`: sent as `X-Mcp-Instance` on every HTTP response (None: not sent).
+    `legacy`: "serve" answers 2025-era clients on the same endpoint; "reject" is modern only.
+    `auth_issuers`: trusted OAuth issuers (empty: no authentication); `resource_url`: this server's
+    canonical URI, the audience tokens must carry; `auth_required_scopes`: needed on every request;
+    `auth_refresh_seconds`: the least time between two JWKS fetches of one issuer.
+
     `idle_timeout`/`header_timeout`/`body_timeout` (seconds), `max_connections`: HTTP edge limits, per
     process; `tool_threads`: threads running sync handlers, per process; `max_inflight`: stdio requests
     running at once."""
@@ -58,6 +65,11 @@ class ServeConfig:
     instance_name: str | None = None
     max_body: int = DEFAULT_MAX_BODY
     log_level: LogLevel = "info"
+    legacy: LegacyMode = "serve"
+    auth_issuers: tuple[str, ...] = ()
+    resource_url: str | None = None
+    auth_required_scopes: tuple[str, ...] = ()
+    auth_refresh_seconds: int = 30
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
     body_timeout: float = DEFAULT_BODY_TIMEOUT
@@ -89,6 +101,8 @@ class ServeConfig:
         raw: dict[str, Any] = json.loads(text)
         raw["allowed_hosts"] = tuple(raw["allowed_hosts"])
         raw["allowed_origins"] = tuple(raw["allowed_origins"])
+        raw["auth_issuers"] = tuple(raw["auth_issuers"])
+        raw["auth_required_scopes"] = tuple(raw["auth_required_scopes"])
         return cls(**raw)
 
     def to_env(self, environ: MutableMapping[str, str] = os.environ) -> None:

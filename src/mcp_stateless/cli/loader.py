@@ -6,6 +6,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,6 +39,7 @@ def load_app(spec: str) -> App:
         try:
             loader_spec.loader.exec_module(module)
         except Exception as e:
+            _print_traceback(e)
             raise CliError(f"cannot load {spec!r}: {_describe(e)}") from None
     else:
         try:
@@ -45,6 +47,7 @@ def load_app(spec: str) -> App:
         except ModuleNotFoundError as e:
             raise CliError(f"cannot load {spec!r}: no module named {e.name!r}") from None
         except Exception as e:
+            _print_traceback(e)
             raise CliError(f"cannot load {spec!r}: {_describe(e)}") from None
     obj = getattr(module, attr, None)
     if obj is None:
@@ -53,11 +56,28 @@ def load_app(spec: str) -> App:
         try:
             obj = obj()  # a factory
         except Exception as e:
+            _print_traceback(e)
             raise CliError(f"cannot load {spec!r}: calling {attr}() to build the app raised "
                            f"{type(e).__name__}: {e}") from None
     if not isinstance(obj, App):
         raise CliError(f"cannot load {spec!r}: {attr} is a {type(obj).__name__}, not an mcp_stateless.App")
     return obj
+
+
+def _print_traceback(e: Exception) -> None:
+    """The user's own frames: the one-line summary alone does not say where in their code it broke."""
+    if isinstance(e, SyntaxError):
+        return  # the summary names the file and line already
+    tb = e.__traceback__
+    # Skip the loader's and importlib's frames so the trace starts in the user's module.
+    while tb is not None and not _is_user_frame(tb.tb_frame.f_code.co_filename):
+        tb = tb.tb_next
+    if tb is not None:  # no frame of theirs (e.g. a factory called with the wrong arguments): the line says it all
+        sys.stderr.write("".join(traceback.format_exception(type(e), e, tb)))
+
+
+def _is_user_frame(filename: str) -> bool:
+    return filename != __file__ and not filename.startswith("<frozen importlib")
 
 
 def _describe(e: Exception) -> str:

@@ -24,6 +24,7 @@ from .config import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_INFLIGHT,
     DEFAULT_TOOL_THREADS,
+    LEGACY_MODES,
     LOG_LEVELS,
     ServeConfig,
 )
@@ -31,11 +32,15 @@ from .loader import load_app
 
 if TYPE_CHECKING:
     from ..server.app import App
+    from ..server.legacy import LegacyServer
     from ..transports.http import HttpTransport
 
 log = logging.getLogger("mcp_stateless")
 
 KEYS_ENV = "MCP_STATELESS_KEYS"
+AUTH_ISSUERS_ENV = "MCP_STATELESS_AUTH_ISSUERS"
+RESOURCE_URL_ENV = "MCP_STATELESS_RESOURCE_URL"
+AUTH_SCOPES_ENV = "MCP_STATELESS_AUTH_SCOPES"
 WORKER_FACTORY = f"{__name__}:worker_transport"
 
 
@@ -102,8 +107,22 @@ def register(sub: Any) -> None:
     s.add_argument("--instance-name", metavar="NAME", default=None,
                    help="name this instance in an X-Mcp-Instance response header (off by default; "
                         "also MCP_STATELESS_INSTANCE)")
+    s.add_argument("--legacy", default="serve", choices=LEGACY_MODES,
+                   help="2025-era clients (initialize, sessions): serve them on the same endpoint (default) "
+                        "or reject them (modern 2026-07-28 only)")
     s.add_argument("--log-level", default="info", choices=LOG_LEVELS,
                    help="server log level (logs go to stderr)")
+    auth = s.add_argument_group("authorization (OAuth 2.1 resource server; needs the 'auth' extra)")
+    auth.add_argument("--auth-issuer", action="append", default=[], metavar="URL",
+                      help="a trusted authorization server (repeatable); also MCP_STATELESS_AUTH_ISSUERS "
+                           "(space-separated)")
+    auth.add_argument("--resource-url", metavar="URL", default=None,
+                      help="this server's canonical URI, the audience its tokens must name, e.g. "
+                           "https://mcp.example.com/mcp; also MCP_STATELESS_RESOURCE_URL")
+    auth.add_argument("--auth-required-scopes", nargs="+", default=[], metavar="SCOPE",
+                      help="scopes every request needs; also MCP_STATELESS_AUTH_SCOPES (space-separated)")
+    auth.add_argument("--auth-jwks-refresh", type=int, default=30, metavar="SECONDS",
+                      help="least time between two key fetches of one issuer on an unknown key id (default 30)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -146,12 +165,28 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str] = os.e
         "max_connections": args.max_connections,
         "tool_threads": args.tool_threads,
         "max_inflight": args.max_inflight,
+        "legacy": args.legacy,
+        **_auth_options(args, environ),
     }
     if args.stdio:
         return ServeConfig(transport="stdio", **common)
     host, port = parse_hostport(args.http)
     instance = args.instance_name or environ.get(INSTANCE_ENV) or None
     return ServeConfig(transport="http", host=host, port=port, instance_name=instance, **common)
+
+
+def _auth_options(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[str, Any]:
+    issuers = tuple(args.auth_issuer) or tuple(environ.get(AUTH_ISSUERS_ENV, "").split())
+    resource = args.resource_url or environ.get(RESOURCE_URL_ENV) or None
+    scopes = tuple(args.auth_required_scopes) or tuple(environ.get(AUTH_SCOPES_ENV, "").split())
+    if issuers and resource is None:
+        raise CliError("--auth-issuer needs --resource-url (the audience tokens must be issued for)")
+    if (resource is not None or scopes) and not issuers:
+        raise CliError("--resource-url and --auth-required-scopes need at least one --auth-issuer")
+    if args.auth_jwks_refresh < 0:
+        raise CliError("--auth-jwks-refresh must be >= 0")
+    return {"auth_issuers": issuers, "resource_url": resource, "auth_required_scopes": scopes,
+            "auth_refresh_seconds": args.auth_jwks_refresh}
 
 
 def parse_hostport(value: str) -> tuple[str, int]:
@@ -167,7 +202,8 @@ def serve(config: ServeConfig) -> int:
         from ..transports.stdio import protect_stdout, serve_stdio
 
         out_fd = protect_stdout()  # before the app is imported: its prints must not reach the stream
-        return serve_stdio(open_app(config), out_fd, tool_threads=config.tool_threads,
+        app = open_app(config)
+        return serve_stdio(app, out_fd, legacy=_legacy(config, app), tool_threads=config.tool_threads,
                            max_inflight=config.max_inflight)
     app = open_app(config)  # fail fast on a bad APP, even with several workers
     _check_port_free(config.host, config.port)
@@ -192,7 +228,16 @@ def _transport(config: ServeConfig, app: App) -> HttpTransport:
     from ..transports.serve_http import http_transport
 
     return http_transport(app, path=config.path, origin_policy=config.origin_policy(),
-                          max_body=config.max_body, instance=config.instance_name)
+                          max_body=config.max_body, instance=config.instance_name, legacy=_legacy(config, app))
+
+
+def _legacy(config: ServeConfig, app: App) -> LegacyServer | None:
+    """The 2025-era branch `--legacy serve` adds (imported only then: a modern-only server never loads it)."""
+    if config.legacy != "serve":
+        return None
+    from ..server.legacy import LegacyServer
+
+    return LegacyServer(app)
 
 
 def open_app(config: ServeConfig) -> App:
@@ -200,7 +245,24 @@ def open_app(config: ServeConfig) -> App:
     app = load_app(config.app)
     _use_keys(app, config)
     _use_state(app, config)
+    _use_auth(app, config)
     return app
+
+
+def _use_auth(app: App, config: ServeConfig) -> None:
+    if not config.auth_issuers:
+        return
+    assert config.resource_url is not None
+    try:
+        from ..auth import BearerAuthenticator
+    except ImportError as e:
+        raise CliError(f"--auth-issuer needs the 'auth' extra (pip install 'mcp-stateless[auth]'): {e}") from None
+    try:
+        app.authenticator = BearerAuthenticator(
+            config.resource_url, config.auth_issuers, required_scopes=config.auth_required_scopes,
+            min_refresh_interval=config.auth_refresh_seconds)
+    except ValueError as e:
+        raise CliError(str(e)) from None
 
 
 def _use_keys(app: App, config: ServeConfig) -> None:

@@ -1,4 +1,4 @@
-"""Cache hints (`ttlMs`, `cacheScope`) for cacheable results (REFERENCE.md §4.9)."""
+"""Cache hints (`ttlMs`, `cacheScope`) for cacheable results."""
 
 from __future__ import annotations
 

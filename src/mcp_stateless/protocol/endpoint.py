@@ -10,12 +10,12 @@ a bridge in front of legacy servers are others.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .envelope import MethodTable, Request, RequestId
-from .errors import McpError, error_response
+from .errors import InsufficientScope, McpError, error_response
 from .principal import ANONYMOUS, AnonymousAuthenticator, Authenticator, Principal, TransportKind
 
 
@@ -39,10 +39,12 @@ class Call:
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """One JSON-RPC response message. `error_code` is None for a result."""
+    """One JSON-RPC response message. `error_code` is None for a result; `scopes` is set when the
+    refusal is `InsufficientScope` (HTTP answers 403 with a step-up challenge)."""
 
     message: dict[str, Any]
     error_code: int | None = None
+    scopes: frozenset[str] | None = None
 
     @classmethod
     def result(cls, id_: RequestId, result: dict[str, Any]) -> Reply:
@@ -50,7 +52,8 @@ class Reply:
 
     @classmethod
     def error(cls, id_: RequestId | None, err: McpError) -> Reply:
-        return cls(error_response(id_, err), err.code)
+        return cls(error_response(id_, err), err.code,
+                   err.scopes if isinstance(err, InsufficientScope) else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +98,52 @@ class Endpoint(Protocol):
     # A generator, not any iterator: a transport whose client went away must `aclose()` it to release
     # the subscription behind it at once.
     def listen(self, req: Request, call: Call) -> AsyncGenerator[ListenItem, None]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SseEvent:
+    """One message on a legacy SSE stream; `id` is its event id (resumption), None for none. A `message`
+    of None is a priming event (an id and empty data, so that the client can resume from it); `retry`
+    tells the client how many milliseconds to wait before reconnecting."""
+
+    message: dict[str, Any] | None
+    id: str | None = None
+    retry: int | None = None
+
+
+LegacyItem = SseEvent | KeepAlive
+
+
+@dataclass(slots=True)
+class LegacyAnswer:
+    """The legacy branch's answer to one HTTP exchange: a JSON body (or none, e.g. 202), or an SSE
+    stream of items. The transport writes it and `aclose()`s the stream when the client goes away."""
+
+    status: int
+    body: dict[str, Any] | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    stream: AsyncGenerator[LegacyItem, None] | None = None
+
+
+class LegacyEndpoint(Protocol):
+    """The second seam: what a transport hands a 2025-era exchange to (`protocol.legacy.era_of` picks
+    the era). Kept apart from `Endpoint` so that the modern path never reaches legacy code."""
+
+    async def exchange(self, http_method: str, message: Any, headers: Mapping[str, str],
+                       principal: Principal, can_sse: bool) -> LegacyAnswer: ...
+
+    def stdio_session(self, principal: Principal, write: Callable[[dict[str, Any]], None]) -> StdioSession: ...
+
+
+class StdioSession(Protocol):
+    """One legacy session over stdio (the process's first message picked the era): every message read
+    goes to `receive`; what the server sends goes through the `write` it was made with."""
+
+    def receive(self, message: Any) -> None:
+        """Take one decoded message; never blocks (requests run concurrently, answered as they finish)."""
+        ...
+
+    async def aclose(self) -> None: ...
 
 
 def authenticator_for(endpoint: Endpoint, given: Authenticator | None = None) -> Authenticator:

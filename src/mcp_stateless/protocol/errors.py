@@ -13,7 +13,7 @@ HEADER_MISMATCH = -32020
 MISSING_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 
-# REFERENCE.md §8.3: spec-mandated rows plus the official SDK's table for the rest.
+# The rows the 2026-07-28 Streamable HTTP transport mandates, plus the conventional mapping for the rest.
 _HTTP_STATUS: dict[int, int] = {
     PARSE_ERROR: 400,
     INVALID_REQUEST: 400,
@@ -80,3 +80,18 @@ def error_response(id_: Any, err: McpError) -> dict[str, Any]:
         msg["id"] = id_
     msg["error"] = err.to_error()
     return msg
+
+
+class InsufficientScope(McpError):
+    """The caller is authenticated but lacks `scopes` for what it asked (a tool, prompt or resource).
+
+    Off HTTP it is an ordinary -32600 error; the HTTP transport answers it with 403 and
+    ``WWW-Authenticate: Bearer error="insufficient_scope", scope="…"`` so the client can step up."""
+
+    __slots__ = ("scopes",)
+
+    def __init__(self, what: str, scopes: frozenset[str]) -> None:
+        needed = sorted(scopes)
+        super().__init__(INVALID_REQUEST, f"Insufficient scope: {what} needs {' '.join(needed)}",
+                         {"requiredScopes": needed})
+        self.scopes = scopes

@@ -41,8 +41,9 @@ class Challenge:
     """
 
     status: int
-    www_authenticate: str
+    www_authenticate: str  # "" sends no WWW-Authenticate (e.g. a 503 while the issuer is unreachable)
     message: str = "Unauthorized"
+    code: int = -32600  # the JSON-RPC error code of the refusal's body (INVALID_REQUEST)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ handle.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ..protocol.caching import CacheHint
@@ -31,9 +31,9 @@ from ..tasks.model import EXTENSION_ID as TASKS_EXTENSION
 from ..tasks.runtime import TaskRuntime
 from .catalog import Catalog, ListKind
 from .context import Context
-from .dispatch import Dispatcher
+from .dispatch import Dispatcher, no_task_runtime
 from .handles import Handle
-from .listen import Listeners
+from .listen import DEFAULT_MAX_SUBSCRIPTIONS, Listeners
 from .registry import DetachMode, Prompt, PromptArgument, TaskSupport, Tool, build_resource
 from .rounds import Rounds
 from .taskcalls import AppToolHost
@@ -51,7 +51,8 @@ class App:
     ``ttl`` / ``cache`` set the cache hints of cacheable results: one `CacheHint` for every list, or a
     mapping from method (``"tools/list"``, ``"server/discover"``, …) to its hint. ``principal`` (a
     ``(headers) -> id`` function) or ``authenticator`` says who is calling; transports apply it unless
-    they are given their own.
+    they are given their own. ``listen_max_subscriptions`` caps the ``resourceSubscriptions`` (and the
+    ``taskIds``) of one listen stream; a larger filter is refused with -32602.
     """
 
     def __init__(
@@ -69,6 +70,7 @@ class App:
         authenticator: Authenticator | None = None,
         mrtr_ttl_s: float = 600.0,
         listen_keepalive_s: float = 15.0,
+        listen_max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS,
         supported_versions: tuple[str, ...] = MODERN_VERSIONS,
         tasks: TaskRuntime | None = None,
         state: StateBundle | None = None,
@@ -99,7 +101,7 @@ class App:
         self.supported_versions = supported_versions
         self.catalog = Catalog(self._changed)
         self.rounds = Rounds(key_ring, mrtr_ttl_s)
-        self.listeners = Listeners(self.catalog, listen_keepalive_s, event_bus)
+        self.listeners = Listeners(self.catalog, listen_keepalive_s, event_bus, listen_max_subscriptions)
         self._own_event_bus = event_bus is not None
         self._dispatch = Dispatcher(self)
         self._background: set[asyncio.Task[None]] = set()
@@ -191,6 +193,7 @@ class App:
         detach: DetachMode = "start",
         retry_safe: bool = False,
         blocking: bool = True,
+        scopes: Sequence[str] = (),
     ) -> Callable[[F], F]:
         """Register a tool. The input schema comes from the signature unless `input_schema` is given.
 
@@ -201,6 +204,7 @@ class App:
         `task="optional"` lets a client that declared the Tasks extension get a durable task (others get
         the result synchronously); `task="required"` refuses clients without it (-32021). `retry_safe=True`
         lets another instance re-run the task if the one running it dies (otherwise it is marked failed).
+        `scopes`: OAuth scopes the caller's token must carry to list and call it (see docs/auth.md).
         """
 
         def deco(fn: F) -> F:
@@ -219,6 +223,7 @@ class App:
                     detach=detach,
                     retry_safe=retry_safe,
                     blocking=blocking,
+                    scopes=scopes,
                     injectable=(Context, Handle),
                 )
             )
@@ -239,9 +244,11 @@ class App:
         description: str | None = None,
         title: str | None = None,
         arguments: list[PromptArgument] | None = None,
+        scopes: Sequence[str] = (),
     ) -> Callable[[F], F]:
         def deco(fn: F) -> F:
-            self.add_prompt(Prompt.build(fn, name=name, description=description, title=title, arguments=arguments))
+            self.add_prompt(Prompt.build(fn, name=name, description=description, title=title, arguments=arguments,
+                                         scopes=scopes))
             return fn
 
         return deco
@@ -263,16 +270,21 @@ class App:
         size: int | None = None,
         annotations: Mapping[str, Any] | None = None,
         cache: CacheHint | None = None,
+        scopes: Sequence[str] = (),
     ) -> Callable[[F], F]:
         """Register a resource (a fixed URI) or, when `uri` contains `{…}`, a resource template."""
 
         def deco(fn: F) -> F:
             self.catalog.add_resource(build_resource(uri, fn, name=name, description=description, title=title,
                                                      mime_type=mime_type, size=size, annotations=annotations,
-                                                     cache=cache))
+                                                     cache=cache, scopes=scopes))
             return fn
 
         return deco
+
+    def remove_resource(self, uri_or_template: str) -> bool:
+        """Remove a resource (by URI) or a resource template (by its template string)."""
+        return self.catalog.remove_resource(uri_or_template)
 
     def completion(self, *, prompt: str | None = None, resource: str | None = None) -> Callable[[F], F]:
         """Register `fn(argument, value, context) -> list[str]` for a prompt's or a template's arguments."""
@@ -330,6 +342,10 @@ class App:
     # ------------------------------------------------------------------ the Endpoint
     async def startup(self) -> None:
         """Start background work (the task lease sweeper). Transports call it; it is also started lazily."""
+        if self.tasks is None:
+            for tool in self.catalog.tools.values():
+                if tool.task == "required":
+                    raise RuntimeError(no_task_runtime(tool.name))
         self.listeners.closing = False
         if self.tasks is not None:
             self.tasks.ensure_started()

@@ -30,7 +30,12 @@ class Catalog:
         self.methods = _Methods(self)
 
     # -- changes ---------------------------------------------------------------------------
+    # A second registration under a taken name is a mistake (two handlers, one silently lost), never a
+    # replacement: replacing on purpose is remove, then add.
     def add_tool(self, tool: Tool) -> None:
+        if tool.name in self.tools:
+            raise ValueError(f"tool {tool.name!r} is already registered (remove_tool({tool.name!r}) first to "
+                             "replace it)")
         self.tools[tool.name] = tool
         self._on_change("tools")
 
@@ -41,6 +46,9 @@ class Catalog:
         return found
 
     def add_prompt(self, prompt: Prompt) -> None:
+        if prompt.name in self.prompts:
+            raise ValueError(f"prompt {prompt.name!r} is already registered (remove_prompt({prompt.name!r}) first "
+                             "to replace it)")
         self.prompts[prompt.name] = prompt
         self._on_change("prompts")
 
@@ -52,10 +60,23 @@ class Catalog:
 
     def add_resource(self, resource: Resource | ResourceTemplate) -> None:
         if isinstance(resource, ResourceTemplate):
-            self.templates[resource.template.template] = resource
+            key = resource.template.template
+            if key in self.templates:
+                raise ValueError(f"resource template {key!r} is already registered (remove_resource({key!r}) "
+                                 "first to replace it)")
+            self.templates[key] = resource
         else:
+            if resource.uri in self.resources:
+                raise ValueError(f"resource {resource.uri!r} is already registered (remove_resource("
+                                 f"{resource.uri!r}) first to replace it)")
             self.resources[resource.uri] = resource
         self._on_change("resources")
+
+    def remove_resource(self, uri_or_template: str) -> bool:
+        found = (self.resources.pop(uri_or_template, None) or self.templates.pop(uri_or_template, None)) is not None
+        if found:
+            self._on_change("resources")
+        return found
 
     # -- what follows from them ------------------------------------------------------------
     @property

@@ -19,6 +19,7 @@ from ..protocol.envelope import LOG_LEVEL_RANK, Request
 from ..protocol.errors import McpError
 from ..protocol.principal import Principal
 from ..state import HandleStore
+from ..tasks.runtime import malformed_answer
 
 log = logging.getLogger("mcp_stateless")
 
@@ -128,21 +129,14 @@ class ElicitResult:
 
 
 def _check_answer(key: str, req: InputRequest, answer: Any) -> Any:
-    bad = McpError(errors.INVALID_PARAMS, f"inputResponses[{key!r}] is not a valid {req.method} result")
+    # One definition of a well-formed answer, shared with tasks/update (which refuses malformed ones).
+    if malformed_answer(req.to_wire(), answer):
+        raise McpError(errors.INVALID_PARAMS, f"inputResponses[{key!r}] is not a valid {req.method} result")
     if req.method == "elicitation/create":
-        action = answer.get("action")
-        content = answer.get("content")
-        if action not in ("accept", "decline", "cancel") or (content is not None and not isinstance(content, dict)):
-            raise bad
-        return ElicitResult(action, content)
+        return ElicitResult(answer["action"], answer.get("content"))
     if req.method == "sampling/createMessage":
-        if not isinstance(answer.get("content"), dict | list) or "role" not in answer:
-            raise bad
         return answer
-    roots_ = answer.get("roots")
-    if not isinstance(roots_, list) or not all(isinstance(r, dict) and isinstance(r.get("uri"), str) for r in roots_):
-        raise bad
-    return roots_
+    return answer["roots"]
 
 
 @dataclass(slots=True)

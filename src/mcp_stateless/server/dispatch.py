@@ -5,20 +5,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..protocol import errors, paging
 from ..protocol.caching import CACHEABLE_METHODS
 from ..protocol.endpoint import Call, Reply
 from ..protocol.envelope import META_SERVER_INFO, Request
-from ..protocol.errors import McpError
+from ..protocol.errors import InsufficientScope, McpError
 from ..tasks.model import EXTENSION_ID as TASKS_EXTENSION
 from ..tasks.runtime import REQUIRED_CAPABILITY as TASKS_REQUIRED
 from ..tasks.runtime import declares_tasks
 from . import invoke, taskcalls
 from .context import InputRequired
-from .results import prompt_result, resource_contents
+from .registry import Converters
+from .results import ToolError, prompt_result, resource_contents
+from .schema import ArgumentError
 
 if TYPE_CHECKING:
     from .app import App
@@ -26,6 +28,23 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcp_stateless")
 
 MethodHandler = Callable[[Request, Call], Awaitable[dict[str, Any]]]
+
+
+class _Scoped(Protocol):
+    @property
+    def scopes(self) -> frozenset[str]: ...
+
+
+def no_task_runtime(tool: str) -> str:
+    return (f"tool {tool!r} is registered with task='required' but the app has no task runtime: give "
+            "App(tasks=TaskRuntime()) or call app.enable_tasks() before serving")
+
+
+def _convert(converters: Converters, kwargs: dict[str, Any]) -> None:
+    """Strings from the wire to the declared parameter types (ArgumentError if one does not fit)."""
+    for name, convert in converters.items():
+        if name in kwargs:
+            kwargs[name] = convert(kwargs[name])
 
 
 class Dispatcher:
@@ -97,17 +116,37 @@ class Dispatcher:
             out["nextCursor"] = nxt
         return out
 
+    def _visible(self, kind: str, req: Request, call: Call, entries: Iterable[_Scoped],
+                 describe: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+        """A list page of what the caller's scopes allow. A list that depends on the caller's scopes
+        is marked ``cacheScope: "private"``: a shared cache must not hand it to another principal."""
+        have = call.principal.scopes
+        scoped = False
+        shown: list[dict[str, Any]] = []
+        for entry in entries:
+            if entry.scopes:
+                scoped = True
+                if not entry.scopes <= have:
+                    continue
+            shown.append(describe(entry))
+        result = self._page(kind, req, shown)
+        if scoped:
+            result["ttlMs"] = self.app.cache_hint(req.method).ttl_ms
+            result["cacheScope"] = "private"
+        return result
+
     async def tools_list(self, req: Request, call: Call) -> dict[str, Any]:
-        return self._page("tools", req, [t.descriptor for t in self.app.catalog.tools.values()])
+        return self._visible("tools", req, call, self.app.catalog.tools.values(), lambda t: t.descriptor)
 
     async def prompts_list(self, req: Request, call: Call) -> dict[str, Any]:
-        return self._page("prompts", req, [p.descriptor for p in self.app.catalog.prompts.values()])
+        return self._visible("prompts", req, call, self.app.catalog.prompts.values(), lambda p: p.descriptor)
 
     async def resources_list(self, req: Request, call: Call) -> dict[str, Any]:
-        return self._page("resources", req, [r.describe() for r in self.app.catalog.resources.values()])
+        return self._visible("resources", req, call, self.app.catalog.resources.values(), lambda r: r.describe())
 
     async def templates_list(self, req: Request, call: Call) -> dict[str, Any]:
-        return self._page("resourceTemplates", req, [t.describe() for t in self.app.catalog.templates.values()])
+        return self._visible("resourceTemplates", req, call, self.app.catalog.templates.values(),
+                             lambda t: t.describe())
 
     # -- MRTR-capable methods ---------------------------------------------------------------
     async def tools_call(self, req: Request, call: Call) -> dict[str, Any]:
@@ -119,12 +158,18 @@ class Dispatcher:
         tool = app.catalog.tools.get(name)
         if tool is None:
             raise McpError(errors.INVALID_PARAMS, f"Unknown tool: {name}", {"name": name})
+        if tool.scopes and not tool.scopes <= call.principal.scopes:
+            raise InsufficientScope(f"tool {name}", tool.scopes)
         arguments = params.get("arguments")
         if arguments is None:
             arguments = {}
         elif not isinstance(arguments, dict):
             raise errors.invalid_params("params.arguments must be an object")
         as_task = False
+        if tool.task != "forbidden" and app.tasks is None and tool.task == "required":
+            # served without startup() (which refuses this): never run a task-only tool synchronously
+            log.error("%s", no_task_runtime(tool.name))
+            raise McpError(errors.INTERNAL_ERROR, no_task_runtime(tool.name))
         if tool.task != "forbidden" and app.tasks is not None:
             as_task = declares_tasks(req.capabilities)
             if not as_task and tool.task == "required":
@@ -145,6 +190,8 @@ class Dispatcher:
         prompt = app.catalog.prompts.get(name) if isinstance(name, str) else None
         if prompt is None:
             raise McpError(errors.INVALID_PARAMS, f"Unknown prompt: {name}", {"name": name})
+        if prompt.scopes and not prompt.scopes <= call.principal.scopes:
+            raise InsufficientScope(f"prompt {prompt.name}", prompt.scopes)
         args = params.get("arguments") or {}
         if not isinstance(args, dict) or not all(isinstance(v, str) for v in args.values()):
             raise errors.invalid_params("prompt arguments must be an object of strings")
@@ -154,11 +201,23 @@ class Dispatcher:
         ctx, sctx = app.rounds.open(req, call, app.handle_store)
         known = {a.name for a in prompt.arguments}
         kwargs = {k: v for k, v in args.items() if k in known}
+        data = {"name": prompt.name}
+        try:
+            _convert(prompt.convert, kwargs)
+        except ArgumentError as e:
+            raise McpError(errors.INVALID_PARAMS, f"Invalid arguments for prompt {prompt.name}: {e}", data) from None
         invoke.inject(prompt.injected, ctx, kwargs)
         try:
             value = await invoke.call_handler(prompt.fn, prompt.is_async, kwargs)
+        except (McpError, asyncio.CancelledError):
+            raise
         except InputRequired as exc:
             return app.rounds.input_required(ctx, sctx, exc)
+        except LookupError as e:
+            raise McpError(errors.INVALID_PARAMS, f"Prompt {prompt.name}: not found: {e}", data) from None
+        except (ToolError, ValueError) as e:
+            raise McpError(errors.INVALID_PARAMS, str(e) or f"Invalid arguments for prompt {prompt.name}",
+                           data) from None
         return prompt_result(value, prompt.description)
 
     async def resources_read(self, req: Request, call: Call) -> dict[str, Any]:
@@ -167,21 +226,32 @@ class Dispatcher:
         if not isinstance(uri, str):
             raise errors.invalid_params("resources/read needs params.uri")
         found = app.catalog.find_resource(uri)
+        data = {"uri": uri}
         if found is None:
-            raise McpError(errors.INVALID_PARAMS, "Resource not found", {"uri": uri})
+            raise McpError(errors.INVALID_PARAMS, "Resource not found", data)
         res, variables = found
-        ctx, sctx = app.rounds.open(req, call, app.handle_store)
+        if res.scopes and not res.scopes <= call.principal.scopes:
+            raise InsufficientScope(f"resource {uri}", res.scopes)
         kwargs: dict[str, Any] = dict(variables)
+        try:
+            _convert(res.convert, kwargs)
+        except ArgumentError as e:
+            raise McpError(errors.INVALID_PARAMS, f"Invalid resource URI: {e}", data) from None
+        ctx, sctx = app.rounds.open(req, call, app.handle_store)
         invoke.inject(res.injected, ctx, kwargs)
         try:
             value = await invoke.call_handler(res.fn, res.is_async, kwargs)
+        except (McpError, asyncio.CancelledError):
+            raise
         except InputRequired as exc:
             return app.rounds.input_required(ctx, sctx, exc)
-        except LookupError:
-            raise McpError(errors.INVALID_PARAMS, "Resource not found", {"uri": uri}) from None
+        except (LookupError, FileNotFoundError):
+            raise McpError(errors.INVALID_PARAMS, "Resource not found", data) from None
+        except (ToolError, ValueError) as e:
+            raise McpError(errors.INVALID_PARAMS, str(e) or "Invalid resource request", data) from None
         contents = resource_contents(res, uri, value)
         if not contents:
-            raise McpError(errors.INVALID_PARAMS, "Resource not found", {"uri": uri})
+            raise McpError(errors.INVALID_PARAMS, "Resource not found", data)
         result: dict[str, Any] = {"contents": contents}
         if res.cache is not None:
             result["ttlMs"] = res.cache.ttl_ms
@@ -198,6 +268,14 @@ class Dispatcher:
         target = ref.get("name") if rtype == "ref/prompt" else ref.get("uri")
         if rtype not in ("ref/prompt", "ref/resource") or not isinstance(target, str):
             raise errors.invalid_params("ref must be ref/prompt with name or ref/resource with uri")
+        value = argument.get("value", "")
+        if not isinstance(value, str):
+            raise errors.invalid_params("completion/complete needs argument.value (a string)")
+        context = params.get("context") or {}
+        ctx_args = context.get("arguments") if isinstance(context, dict) else None
+        if ctx_args is not None and (not isinstance(ctx_args, dict) or not all(
+                isinstance(v, str) for v in ctx_args.values())):
+            raise errors.invalid_params("completion/complete context.arguments must be an object of strings")
         catalog = self.app.catalog
         if rtype == "ref/prompt" and target not in catalog.prompts:
             raise McpError(errors.INVALID_PARAMS, f"Unknown prompt: {target}")
@@ -206,11 +284,14 @@ class Dispatcher:
         total: int | None = None
         has_more = False
         if fn is not None:
-            context = params.get("context") or {}
-            ctx_args = context.get("arguments") if isinstance(context, dict) else None
-            got = fn(argument["name"], argument.get("value", ""), ctx_args or {})
-            if asyncio.iscoroutine(got):
-                got = await got
+            try:
+                got = fn(argument["name"], value, ctx_args or {})
+                if asyncio.iscoroutine(got):
+                    got = await got
+            except (McpError, asyncio.CancelledError):
+                raise
+            except (ToolError, ValueError) as e:  # as for prompts and resources: the request was wrong
+                raise McpError(errors.INVALID_PARAMS, str(e) or "Invalid completion request") from None
             values = [str(v) for v in got]
         if len(values) > 100:
             total, has_more, values = len(values), True, values[:100]

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncGenerator, Iterator, Mapping
+from collections.abc import AsyncGenerator, Iterable, Iterator, Mapping
 from typing import Any
 
 from ..protocol import errors
 from ..protocol.endpoint import KEEPALIVE, Call, ListenEnd, ListenEvent, ListenItem
 from ..protocol.envelope import META_SUBSCRIPTION_ID, Request
+from ..protocol.errors import McpError
 from ..state.events import ChangeEvent, EventBus, MemoryEventBus, Subscription
 from ..tasks.model import EXTENSION_ID as TASKS_EXTENSION
 from ..tasks.runtime import REQUIRED_CAPABILITY as TASKS_REQUIRED
@@ -25,12 +26,45 @@ _LIST_EVENTS = {
 }
 
 
+DEFAULT_MAX_SUBSCRIPTIONS = 1000
+
+
+class UriFilter:
+    """The `resourceSubscriptions` of one stream, matched in time independent of how many there are: a
+    URI matches a subscribed URI exactly or lies under one (`file:///dir/` or `file:///dir` covers
+    `file:///dir/a/b`). An event costs one set lookup per `/` in its URI, never a scan of the list."""
+
+    __slots__ = ("_exact", "_prefixes")
+
+    def __init__(self, uris: Iterable[str]) -> None:
+        self._exact = frozenset(uris)
+        self._prefixes = frozenset(u.rstrip("/") for u in self._exact)
+
+    def __bool__(self) -> bool:
+        return bool(self._exact)
+
+    def matches(self, uri: str) -> bool:
+        if not self._exact:
+            return False
+        if uri in self._exact:
+            return True
+        prefixes = self._prefixes
+        i = uri.find("/")
+        while i != -1:
+            if uri[:i] in prefixes:
+                return True
+            i = uri.find("/", i + 1)
+        return False
+
+
 class Listeners:
     """The open listen streams of one app, fed from its event bus."""
 
-    def __init__(self, catalog: Catalog, keepalive_s: float, events: EventBus | None) -> None:
+    def __init__(self, catalog: Catalog, keepalive_s: float, events: EventBus | None,
+                 max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS) -> None:
         self.catalog = catalog
         self.keepalive_s = keepalive_s
+        self.max_subscriptions = max_subscriptions
         self.events: EventBus = events if events is not None else MemoryEventBus()
         self.tasks: TaskRuntime | None = None
         self.closing = False
@@ -61,18 +95,26 @@ class Listeners:
         if subs is not None:
             if not isinstance(subs, list) or not all(isinstance(u, str) for u in subs):
                 raise errors.invalid_params("notifications.resourceSubscriptions must be a list of URIs")
+            self._check_count("resourceSubscriptions", subs)
             if c.declares_resources and subs:
                 out["resourceSubscriptions"] = list(dict.fromkeys(subs))
         task_ids = requested.get("taskIds")
         if task_ids is not None:
             if not isinstance(task_ids, list) or not all(isinstance(t, str) for t in task_ids):
                 raise errors.invalid_params("notifications.taskIds must be a list of task ids")
+            self._check_count("taskIds", task_ids)
             if not declares_tasks(dict(capabilities or {})):
                 raise errors.missing_capability(
                     TASKS_REQUIRED, f"taskIds subscriptions need the {TASKS_EXTENSION} extension")
             if self.tasks is not None and task_ids:
                 out["taskIds"] = list(dict.fromkeys(task_ids))
         return out
+
+    def _check_count(self, key: str, items: list[str]) -> None:
+        # A stream's filter lives as long as the stream: its size is bounded like any other buffer.
+        if len(items) > self.max_subscriptions:
+            raise McpError(errors.INVALID_PARAMS, f"notifications.{key} has {len(items)} entries; at most "
+                           f"{self.max_subscriptions} per listen stream", {"limit": self.max_subscriptions})
 
     @contextlib.contextmanager
     def _subscription(self) -> Iterator[Subscription]:
@@ -100,7 +142,8 @@ class Listeners:
             if self.closing:
                 yield _end(sid)
                 return
-            uris = honoured.get("resourceSubscriptions", ())
+            uris = UriFilter(honoured.get("resourceSubscriptions", ()))
+            task_ids = frozenset(honoured.get("taskIds", ()))
             while True:
                 ev = await sub.get(self.keepalive_s)
                 if ev is None:
@@ -110,7 +153,7 @@ class Listeners:
                     yield _end(sid)
                     return
                 if ev.kind == "task":
-                    task_msg = await self._task_message(ev.uri, honoured, call.principal.id, tag)
+                    task_msg = await self._task_message(ev.uri, task_ids, call.principal.id, tag)
                     if task_msg is not None:
                         yield ListenEvent(task_msg)
                     continue
@@ -118,9 +161,9 @@ class Listeners:
                 if msg is not None:
                     yield ListenEvent(msg)
 
-    async def _task_message(self, task_id: str | None, honoured: dict[str, Any], principal: str,
+    async def _task_message(self, task_id: str | None, task_ids: frozenset[str], principal: str,
                             tag: dict[str, Any]) -> dict[str, Any] | None:
-        if self.tasks is None or task_id not in honoured.get("taskIds", ()) or task_id is None:
+        if self.tasks is None or task_id is None or task_id not in task_ids:
             return None
         try:
             rec = await self.tasks.store.get(task_id)
@@ -138,11 +181,11 @@ def _end(sid: Any) -> ListenEnd:
 
 
 def _event_message(
-    ev: ChangeEvent, honoured: dict[str, Any], uris: Any, tag: dict[str, Any]
+    ev: ChangeEvent, honoured: dict[str, Any], uris: UriFilter, tag: dict[str, Any]
 ) -> dict[str, Any] | None:
     if ev.kind == "resource_updated":
         uri = ev.uri or ""
-        if not any(uri == u or uri.startswith(u.rstrip("/") + "/") for u in uris):
+        if not uris.matches(uri):
             return None
         return {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri, "_meta": tag}}
     entry = _LIST_EVENTS.get(ev.kind)

@@ -6,19 +6,19 @@ looks things up.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..protocol.caching import CacheHint
 from ..protocol.headers import ParamHeader, param_headers
 from .context import Context
-from .schema import InputBinding, OutputBinding, input_binding, output_binding
+from .schema import InputBinding, OutputBinding, input_binding, output_binding, string_converters
 from .templates import UriTemplate
 
 Handler = Callable[..., Any]
+Converters = dict[str, Callable[[str], Any]]  # parameter -> from the wire's string to its declared type
 # Tasks extension: whether a tool may run as a task, and when it becomes one ("start": before the handler
 # runs; "manual": when the handler awaits ctx.detach(), so MRTR questions before it stay synchronous).
 TaskSupport = Literal["forbidden", "optional", "required"]
@@ -35,6 +35,12 @@ def _check_tool_name(name: str) -> None:
 def _doc(fn: Handler) -> str | None:
     doc = inspect.getdoc(fn)
     return doc.strip() if doc else None
+
+
+def _scopes(scopes: Sequence[str]) -> frozenset[str]:
+    if isinstance(scopes, str) or not all(isinstance(s, str) and s and " " not in s for s in scopes):
+        raise ValueError("scopes must be a list of scope tokens (non-empty strings without spaces)")
+    return frozenset(scopes)
 
 
 def _is_async(fn: Handler) -> bool:
@@ -65,6 +71,7 @@ class Tool:
     detach: DetachMode = "start"
     retry_safe: bool = False
     blocking: bool = True  # False: a quick sync handler, called on the event loop (no worker thread)
+    scopes: frozenset[str] = frozenset()  # OAuth scopes a caller needs to see and call it
 
     @classmethod
     def build(
@@ -84,6 +91,7 @@ class Tool:
         detach: DetachMode = "start",
         retry_safe: bool = False,
         blocking: bool = True,
+        scopes: Sequence[str] = (),
     ) -> Tool:
         if task not in ("forbidden", "optional", "required"):
             raise ValueError('task must be "forbidden", "optional" or "required"')
@@ -113,6 +121,7 @@ class Tool:
             detach=detach,
             retry_safe=retry_safe,
             blocking=blocking,
+            scopes=_scopes(scopes),
         )
         d: dict[str, Any] = {"name": tool_name}
         _put(d, "title", title)
@@ -152,6 +161,8 @@ class Prompt:
     icons: list[dict[str, Any]] | None = None
     is_async: bool = False
     descriptor: dict[str, Any] = field(default_factory=dict)
+    convert: Converters = field(default_factory=dict)
+    scopes: frozenset[str] = frozenset()  # OAuth scopes a caller needs to see and use it
 
     @classmethod
     def build(
@@ -164,6 +175,7 @@ class Prompt:
         arguments: list[PromptArgument] | None = None,
         icons: list[dict[str, Any]] | None = None,
         injectable: tuple[type, ...] = (Context,),
+        scopes: Sequence[str] = (),
     ) -> Prompt:
         binding = input_binding(fn, injectable=injectable)
         if arguments is None:
@@ -181,6 +193,8 @@ class Prompt:
             title,
             icons,
             _is_async(fn),
+            convert=string_converters(fn, binding.injected),
+            scopes=_scopes(scopes),
         )
         d: dict[str, Any] = {"name": p.name}
         _put(d, "title", title)
@@ -206,6 +220,8 @@ class Resource:
     cache: CacheHint | None = None
     is_async: bool = False
     descriptor: dict[str, Any] = field(default_factory=dict)
+    convert: Converters = field(default_factory=dict)
+    scopes: frozenset[str] = frozenset()  # OAuth scopes a caller needs to see and use it
 
     def describe(self) -> dict[str, Any]:
         d: dict[str, Any] = {"uri": self.uri, "name": self.name}
@@ -230,6 +246,8 @@ class ResourceTemplate:
     cache: CacheHint | None = None
     is_async: bool = False
     descriptor: dict[str, Any] = field(default_factory=dict)
+    convert: Converters = field(default_factory=dict)
+    scopes: frozenset[str] = frozenset()  # OAuth scopes a caller needs to see and use it
 
     def describe(self) -> dict[str, Any]:
         d: dict[str, Any] = {"uriTemplate": self.template.template, "name": self.name}
@@ -244,6 +262,28 @@ def injected_params(fn: Handler, injectable: tuple[type, ...] = (Context,)) -> d
     return input_binding(fn, injectable=injectable).injected
 
 
+def _check_variables(uri: str, template: UriTemplate | None, fn: Handler, injected: Mapping[str, type]) -> None:
+    """Every template variable is a parameter of the handler, and every parameter without a default
+    gets a value from the URI: a mismatch would fail every read, so it is refused at registration."""
+    kind = "resource template" if template is not None else "resource"
+    params: dict[str, bool] = {}  # name -> has a default
+    accepts_kwargs = False
+    for name, p in inspect.signature(fn).parameters.items():
+        if p.kind is inspect.Parameter.VAR_KEYWORD:
+            accepts_kwargs = True
+        elif name not in injected:
+            params[name] = p.default is not inspect.Parameter.empty
+    variables = template.variables if template is not None else []
+    fname = getattr(fn, "__name__", repr(fn))
+    for v in variables:
+        if v not in params and not accepts_kwargs:
+            raise ValueError(f"{kind} {uri!r}: variable {v!r} is not a parameter of {fname} "
+                             f"(parameters: {', '.join(params) or 'none'})")
+    for name, has_default in params.items():
+        if not has_default and name not in variables:
+            raise ValueError(f"{kind} {uri!r}: parameter {name!r} of {fname} has no template variable and no default")
+
+
 def build_resource(
     uri: str,
     fn: Handler,
@@ -255,13 +295,18 @@ def build_resource(
     size: int | None = None,
     annotations: Mapping[str, Any] | None = None,
     cache: CacheHint | None = None,
+    scopes: Sequence[str] = (),
 ) -> Resource | ResourceTemplate:
     """A resource for a fixed URI or, when `uri` contains `{…}`, a resource template."""
     inj = injected_params(fn)
     desc = description if description is not None else (fn.__doc__ or "").strip() or None
     ann = dict(annotations) if annotations else None
-    is_async = asyncio.iscoroutinefunction(fn)
-    if "{" in uri:
-        return ResourceTemplate(UriTemplate(uri), name or fn.__name__, fn, inj, desc, title, mime_type, ann, cache,
-                                is_async)
-    return Resource(uri, name or fn.__name__, fn, inj, desc, title, mime_type, size, ann, cache, is_async)
+    is_async = _is_async(fn)
+    template = UriTemplate(uri) if "{" in uri else None
+    _check_variables(uri, template, fn, inj)
+    convert = string_converters(fn, inj)
+    if template is not None:
+        return ResourceTemplate(template, name or fn.__name__, fn, inj, desc, title, mime_type, ann, cache,
+                                is_async, convert=convert, scopes=_scopes(scopes))
+    return Resource(uri, name or fn.__name__, fn, inj, desc, title, mime_type, size, ann, cache, is_async,
+                    convert=convert, scopes=_scopes(scopes))

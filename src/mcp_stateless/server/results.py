@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterable
+import json
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
-import pydantic
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from ..protocol import errors
 from ..protocol.errors import McpError
@@ -47,25 +46,34 @@ def _is_block(v: Any) -> bool:
     return isinstance(v, dict) and v.get("type") in CONTENT_TYPES
 
 
+def _all_blocks(v: Any) -> bool:
+    return isinstance(v, list | tuple) and all(_is_block(b) for b in v)
+
+
+def json_text(value: Any) -> str:
+    """`value` as compact JSON text: models, dataclasses, sets and the like as pydantic dumps them, and
+    integers beyond 64 bits exactly (JSON numbers have no size limit; orjson stops at 64 bits).
+    Raises TypeError/ValueError for what has no JSON form."""
+    try:
+        return orjson.dumps(value, default=to_jsonable_python).decode()
+    except TypeError:
+        # rare (a big integer): the standard library writes any integer exactly
+        return json.dumps(to_jsonable_python(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def to_content(value: Any) -> list[dict[str, Any]]:
-    """Unstructured content for a plain return value."""
+    """Unstructured content for a plain return value: text, the blocks returned, else JSON text."""
     if value is None:
         return []
     if isinstance(value, str):
         return [content.text(value)]
     if _is_block(value):
         return [value]
-    if isinstance(value, list | tuple) and all(_is_block(v) for v in value):
+    if _all_blocks(value):
         return list(value)
-    if isinstance(value, bool | int | float):
-        return [content.text(orjson.dumps(value).decode())]
-    if isinstance(value, pydantic.BaseModel):
-        return [content.text(value.model_dump_json())]
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return [content.text(orjson.dumps(dataclasses.asdict(value)).decode())]
     try:
-        return [content.text(orjson.dumps(value).decode())]
-    except TypeError:
+        return [content.text(json_text(value))]
+    except (TypeError, ValueError, PydanticSerializationError):
         return [content.text(str(value))]
 
 
@@ -79,13 +87,16 @@ def tool_result(tool: Tool, value: Any) -> dict[str, Any]:
             _check_output(tool, value.structured)
         return value.to_wire()
     out = tool.output
-    if out.to_structured is None or _is_block(value) or value is None:
+    if out.to_structured is None or _is_block(value) or (value is None and not out.wrapped) \
+            or (value and _all_blocks(value)):
         return {"content": to_content(value)}
     structured = out.to_structured(value)
+    if out.wrapped:
+        structured = {"result": structured}
     if out.check is not None:
         _check_output(tool, structured)
     return {
-        "content": [content.text(orjson.dumps(structured).decode())],
+        "content": [content.text(json_text(structured))],
         "structuredContent": structured,
     }
 
@@ -128,21 +139,33 @@ def assistant(c: str | dict[str, Any]) -> dict[str, Any]:
     return {"role": "assistant", "content": content.text(c) if isinstance(c, str) else c}
 
 
+_CONTENTS_KEYS = frozenset({"uri", "mimeType", "text", "blob", "_meta", "annotations"})
+
+
+def _is_contents_entry(v: Any) -> bool:
+    """A dict that is already a ResourceContents entry (text or blob and nothing foreign), not data."""
+    return isinstance(v, dict) and (isinstance(v.get("text"), str) != isinstance(v.get("blob"), str)) \
+        and v.keys() <= _CONTENTS_KEYS
+
+
 def resource_contents(res: Resource | ResourceTemplate, uri: str, value: Any) -> list[dict[str, Any]]:
+    """The `contents` of a read: text for a string, a blob for bytes, an entry as given, a list of
+    those as several entries, and anything else (dicts, lists of data, models, numbers) as one JSON
+    text entry, `application/json` unless the resource declares its own type. None: no contents."""
     mime = res.mime_type
     if isinstance(value, str):
         return [content.text_resource(uri, value, mime)]
     if isinstance(value, bytes | bytearray):
         return [content.blob_resource(uri, bytes(value), mime)]
-    if isinstance(value, dict) and ("text" in value or "blob" in value):
+    if _is_contents_entry(value):
         d = dict(value)
         d.setdefault("uri", uri)
         if mime and "mimeType" not in d:
             d["mimeType"] = mime
         return [d]
-    if isinstance(value, Iterable):
-        out: list[dict[str, Any]] = []
-        for v in value:
-            out.extend(resource_contents(res, uri, v))
-        return out
-    raise TypeError(f"resource {uri!r} returned {type(value).__name__}")
+    if value is None:
+        return []
+    if isinstance(value, list | tuple) and value and all(
+            isinstance(v, str | bytes | bytearray) or _is_contents_entry(v) for v in value):
+        return [c for v in value for c in resource_contents(res, uri, v)]
+    return [content.text_resource(uri, json_text(value), mime or "application/json")]

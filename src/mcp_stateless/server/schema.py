@@ -11,7 +11,7 @@ import inspect
 import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any, get_type_hints
+from typing import Any, Literal, get_type_hints
 
 import jsonschema
 import pydantic
@@ -146,6 +146,8 @@ def input_binding(
 
 
 _PRIMITIVES = (str, int, float, bool, bytes, type(None))
+_SCALARS = (str, int, float, bool, type(None))
+_SEQUENCES = (list, tuple, set, frozenset)
 
 
 @dataclasses.dataclass(slots=True)
@@ -158,6 +160,49 @@ class OutputBinding:
     wrapped: bool  # the value sits under {"result": …} because the schema is not an object
 
 
+def _is_record(ann: Any) -> bool:
+    """A type whose values are JSON objects with known fields: a pydantic model, a dataclass, a TypedDict."""
+    return (isinstance(ann, type) and (issubclass(ann, pydantic.BaseModel) or dataclasses.is_dataclass(ann))) \
+        or typing_extensions.is_typeddict(ann)
+
+
+def _is_union(origin: Any) -> bool:
+    return origin in (typing.Union, types.UnionType)
+
+
+def _plain_item(ann: Any) -> bool:
+    """Whether values of `ann` inside a list are plain data. `Any`, `object` and loose dicts are not:
+    a list of them may be content blocks (`[{"type": "text", …}]`), which stay content."""
+    if ann in _SCALARS or _is_record(ann):
+        return True
+    origin = typing.get_origin(ann)
+    if origin is typing.Literal:
+        return True
+    if origin is typing.Annotated:
+        return _plain_item(typing.get_args(ann)[0])
+    args = [a for a in typing.get_args(ann) if a is not Ellipsis]
+    if origin in _SEQUENCES or origin is dict or _is_union(origin):
+        return bool(args) and all(_plain_item(a) for a in args)
+    return False
+
+
+def _structured_kind(ann: Any) -> Literal["object", "wrapped"] | None:
+    """How a return annotation becomes structured output: as the object itself, wrapped under
+    `result` (lists, unions: not objects), or not at all (scalars, `Any`, anything unknown)."""
+    if _is_record(ann):
+        return "object"
+    origin = typing.get_origin(ann)
+    if ann is dict or origin is dict:
+        return "object"
+    args = [a for a in typing.get_args(ann) if a is not Ellipsis]
+    if origin in _SEQUENCES:
+        return "wrapped" if args and all(_plain_item(a) for a in args) else None
+    if _is_union(origin):
+        members = [a for a in args if a is not type(None)]
+        return "wrapped" if members and all(_structured_kind(a) is not None for a in members) else None
+    return None
+
+
 def output_binding(fn: Callable[..., Any], *, verbatim: Mapping[str, Any] | None = None) -> OutputBinding:
     if verbatim is not None:
         schema = dict(verbatim)
@@ -165,23 +210,59 @@ def output_binding(fn: Callable[..., Any], *, verbatim: Mapping[str, Any] | None
     ann = get_type_hints(fn, include_extras=True).get("return", inspect.Signature.empty)
     if ann is inspect.Signature.empty or ann is Any or ann in _PRIMITIVES:
         return OutputBinding(None, None, None, False)
-    origin = typing.get_origin(ann)
-    if origin in (list, tuple, set, typing.Union) or ann in (list, dict):
+    kind = _structured_kind(ann)
+    if kind is None:
         return OutputBinding(None, None, None, False)
-    structured = (
-        (isinstance(ann, type) and (issubclass(ann, pydantic.BaseModel) or dataclasses.is_dataclass(ann)))
-        or typing_extensions.is_typeddict(ann)  # also typing_extensions.TypedDict (pydantic's on 3.11)
-        or origin is dict
-    )
-    if not structured:
+    try:
+        adapter: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(ann)
+        schema = _strip_title(adapter.json_schema(mode="serialization"))
+    except pydantic.PydanticUserError:  # e.g. a type pydantic cannot describe: plain content, as before
         return OutputBinding(None, None, None, False)
-    adapter: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(ann)
-    schema = _strip_title(adapter.json_schema(mode="serialization"))
+    if kind == "wrapped":
+        # The tool's output schema must be an object (MCP), so a list or a union sits under `result`
+        # (as the peers do); `$defs` move to the root, where the `$ref`s inside point.
+        defs = schema.pop("$defs", None)
+        schema = {"type": "object", "properties": {"result": schema}, "required": ["result"]}
+        if defs:
+            schema["$defs"] = defs
 
     def dump(value: Any) -> Any:
         return adapter.dump_python(value, mode="json")
 
-    return OutputBinding(schema, dump, None, False)
+    return OutputBinding(schema, dump, None, kind == "wrapped")
+
+
+_ARBITRARY = pydantic.ConfigDict(arbitrary_types_allowed=True)
+
+
+def string_converters(fn: Callable[..., Any], injected: Mapping[str, type]) -> dict[str, Callable[[str], Any]]:
+    """For the parameters that receive strings from the wire (prompt arguments, URI-template
+    variables) but are annotated otherwise (`times: int`): a converter from the string, lax as pydantic
+    is ('3' -> 3, 'true' -> True), raising ArgumentError. Parameters typed `str` (or not at all) need none."""
+    hints = get_type_hints(fn, include_extras=True)
+    out: dict[str, Callable[[str], Any]] = {}
+    for name, p in inspect.signature(fn).parameters.items():
+        if name in injected or p.kind is inspect.Parameter.VAR_KEYWORD:
+            continue
+        ann = hints.get(name, Any)
+        if ann is Any or _unwrap_optional(ann) is str:
+            continue
+        try:
+            adapter: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(ann)
+        except pydantic.PydanticSchemaGenerationError:  # a class pydantic does not know: an isinstance check
+            adapter = pydantic.TypeAdapter(ann, config=_ARBITRARY)
+        out[name] = _converter(name, adapter)
+    return out
+
+
+def _converter(name: str, adapter: pydantic.TypeAdapter[Any]) -> Callable[[str], Any]:
+    def convert(value: str) -> Any:
+        try:
+            return adapter.validate_python(value)
+        except pydantic.ValidationError as e:
+            raise ArgumentError(f"{name}: {_describe_pydantic(e)}") from None
+
+    return convert
 
 
 def _dump_json(value: Any) -> Any:

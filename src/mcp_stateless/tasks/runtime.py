@@ -39,6 +39,26 @@ LOST_RUNNER = {"code": errors.INTERNAL_ERROR,
                "message": "The server instance running this task stopped before it finished; start it again."}
 
 
+def malformed_answer(request: Any, answer: Any) -> bool:
+    """Whether `answer` is NOT a well-formed result for the wire input request `request` (its
+    `method`): the same shape the handler's replay will insist on, checked before the answer is kept
+    so that a malformed one cannot fail the task later."""
+    method = request.get("method") if isinstance(request, dict) else None
+    if not isinstance(answer, dict):
+        return True
+    if method == "elicitation/create":
+        content = answer.get("content")
+        return answer.get("action") not in ("accept", "decline", "cancel") or (
+            content is not None and not isinstance(content, dict))
+    if method == "sampling/createMessage":
+        return not isinstance(answer.get("content"), dict | list) or "role" not in answer
+    if method == "roots/list":
+        roots = answer.get("roots")
+        return not isinstance(roots, list) or not all(
+            isinstance(r, dict) and isinstance(r.get("uri"), str) for r in roots)
+    return False  # a method this runtime does not know: the handler judges it
+
+
 def declares_tasks(capabilities: dict[str, Any]) -> bool:
     ext = capabilities.get("extensions")
     return isinstance(ext, dict) and isinstance(ext.get(EXTENSION_ID), dict)
@@ -294,12 +314,20 @@ class TaskRuntime:
         responses = req.params.get("inputResponses")
         if not isinstance(responses, dict):
             raise errors.invalid_params("tasks/update needs params.inputResponses (an object)")
+        # A malformed answer to a pending key is refused before anything is written, so the task stays
+        # input_required and the client can correct it (kept, it would fail the task on replay).
+        for key, value in responses.items():
+            if key in rec.input_requests and malformed_answer(rec.input_requests[key], value):
+                method = rec.input_requests[key].get("method")
+                raise McpError(errors.INVALID_PARAMS, f"inputResponses[{key!r}] is not a valid {method} result",
+                               {"taskId": rec.task_id, "key": key})
 
         def apply(r: TaskRecord) -> bool:
             changed = False
             for key, value in responses.items():
-                # unknown, answered or superseded keys are ignored, as are malformed answers
-                if key in r.input_requests and isinstance(value, dict):
+                # unknown, answered or superseded keys are ignored (a retried update is harmless); an
+                # answer that became malformed for a concurrently re-asked key is skipped too
+                if key in r.input_requests and not malformed_answer(r.input_requests[key], value):
                     r.answers[key] = value
                     del r.input_requests[key]
                     changed = True

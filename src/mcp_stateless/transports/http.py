@@ -14,17 +14,18 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
 import orjson
 
 from ..protocol import envelope, errors, sse
 from ..protocol.encoding import encode_message
-from ..protocol.endpoint import Call, Endpoint, KeepAlive, ListenEnd, ListenItem, authenticator_for
+from ..protocol.endpoint import Call, Endpoint, KeepAlive, LegacyEndpoint, ListenEnd, ListenItem, authenticator_for
 from ..protocol.envelope import Notification, Rejection, Request
 from ..protocol.errors import McpError
 from ..protocol.headers import accepted_media, repeated_header
+from ..protocol.legacy import era_of
 from ..protocol.principal import (
     ANONYMOUS,
     AnonymousAuthenticator,
@@ -171,6 +172,8 @@ class HttpTransport:
     `origin_policy`: Host/Origin validation; the default refuses foreign Hosts on a loopback bind and
     any Origin but the loopback ones; on any other bind it accepts every Host and refuses every Origin
     (browsers), so a deployment serving browsers names them (`OriginPolicy.public([...])`).
+    `legacy`: the 2025-era branch (e.g. `LegacyServer(app)`); None refuses 2025 clients as a modern-only
+    server does (`initialize` gets -32601, GET/DELETE 405).
     """
 
     def __init__(
@@ -182,11 +185,18 @@ class HttpTransport:
         origin_policy: OriginPolicy | None = None,
         max_body: int = DEFAULT_MAX_BODY,
         instance: str | None = None,
+        legacy: LegacyEndpoint | None = None,
     ) -> None:
         self.endpoint = endpoint
+        self.legacy = legacy
         self.authenticator = authenticator_for(endpoint, authenticator)
         # perf: with no authentication configured, skip the authenticator's coroutine on every request
         self._anonymous = isinstance(self.authenticator, AnonymousAuthenticator)
+        # An OAuth authenticator (auth.BearerAuthenticator) brings GET routes (RFC 9728 metadata) and the
+        # 403 step-up challenge for `InsufficientScope`; both optional, so any Authenticator works.
+        self._routes: Mapping[str, bytes] = getattr(self.authenticator, "metadata_routes", None) or {}
+        self._step_up: Callable[[frozenset[str]], Challenge] | None = getattr(
+            self.authenticator, "scope_challenge", None)
         self.path = path
         self.origin_policy = origin_policy
         self._loopback_policy = OriginPolicy.loopback()
@@ -225,6 +235,13 @@ class HttpTransport:
         return self._public_policy
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._routes and scope["method"] == "GET":
+            doc = self._routes.get(scope.get("path", ""))
+            if doc is not None:
+                await send({"type": "http.response.start", "status": 200, "headers": [
+                    *_json_headers(len(doc)), (b"access-control-allow-origin", b"*")]})
+                await send({"type": "http.response.body", "body": doc})
+                return
         if self.path is not None:
             path = scope.get("path", "")
             root = scope.get("root_path", "")
@@ -248,6 +265,9 @@ class HttpTransport:
             return
 
         method = scope["method"]
+        if method != "POST" and self.legacy is not None and era_of(method, None, headers) == "legacy":
+            await self._legacy(method, None, headers, receive, send)
+            return
         if method != "POST":
             await send({"type": "http.response.start", "status": 405,
                         "headers": [(b"allow", b"POST"), (b"content-type", b"application/json")]})
@@ -279,8 +299,13 @@ class HttpTransport:
             await _error(send, 400, None, e)
             return
         decision = envelope.classify(message, headers, self.endpoint.table, self.endpoint.supported_versions)
+        # Only what the modern ladder did not take as a request can be legacy: its hot path is unchanged.
+        if (self.legacy is not None and not isinstance(decision, Request)
+                and era_of("POST", message, headers) == "legacy"):
+            await self._legacy("POST", message, headers, receive, send, who, can_sse)
+            return
         if isinstance(decision, Rejection):
-            await _sendencode_message(send, decision.status, decision.body())
+            await _send_json(send, decision.status, decision.body())
             return
         if isinstance(decision, Notification):
             # Cancellation on HTTP is closing the stream; nothing else is defined for notifications.
@@ -299,6 +324,24 @@ class HttpTransport:
             await self._listen(decision, Call(who, "http"), receive, send)
             return
         await self._request(decision, who, headers, can_json, can_sse, receive, send)
+
+    async def _legacy(self, method: str, message: Any, headers: dict[str, str], receive: Receive, send: Send,
+                      who: Principal | None = None, can_sse: bool | None = None) -> None:
+        """Hand a 2025-era exchange to the legacy branch (GET/DELETE are authenticated here)."""
+        from . import legacy_http
+
+        assert self.legacy is not None
+        if who is None:
+            got = ANONYMOUS if self._anonymous else await self.authenticator.authenticate(Credentials("http", headers))
+            if isinstance(got, Challenge):
+                await _challenge(send, got)
+                return
+            who = got
+        if can_sse is None:
+            accept = headers.get("accept", "*/*").lower()
+            can_sse = "*/*" in accept or "text/event-stream" in accept or "text/*" in accept
+        answer = await self.legacy.exchange(method, message, headers, who, can_sse)
+        await legacy_http.write(answer, receive, send)
 
     async def _read_body(self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send) -> bytes | None:
         length = headers.get("content-length")
@@ -362,6 +405,9 @@ class HttpTransport:
                     await send({"type": "http.response.start", "status": 200, "headers": sse.HEADERS})
                 await send({"type": "http.response.body", "body": sse.event(data)})
             else:
+                if reply.scopes is not None:
+                    await self._scope_refusal(send, reply.scopes, data)
+                    return
                 status = 200 if reply.error_code is None else errors.http_status_for(reply.error_code)
                 await send({"type": "http.response.start", "status": status, "headers": _json_headers(len(data))})
                 await send({"type": "http.response.body", "body": data})
@@ -399,8 +445,21 @@ class HttpTransport:
             await send({"type": "http.response.start", "status": 200, "headers": sse.HEADERS})
             await send({"type": "http.response.body", "body": frames + sse.event(data)})
             return
+        if reply.scopes is not None:
+            await self._scope_refusal(send, reply.scopes, data)
+            return
         status = 200 if reply.error_code is None else errors.http_status_for(reply.error_code)
         await send({"type": "http.response.start", "status": status, "headers": _json_headers(len(data))})
+        await send({"type": "http.response.body", "body": data})
+
+    async def _scope_refusal(self, send: Send, scopes: frozenset[str], data: bytes) -> None:
+        """403 with a step-up challenge; the body is the JSON-RPC error (it keeps the request id)."""
+        if self._step_up is not None:
+            header = self._step_up(scopes).www_authenticate
+        else:
+            header = f'Bearer error="insufficient_scope", scope="{" ".join(sorted(scopes))}"'
+        await send({"type": "http.response.start", "status": 403, "headers": [
+            *_json_headers(len(data)), (b"www-authenticate", header.encode("latin-1"))]})
         await send({"type": "http.response.body", "body": data})
 
     async def _listen(self, req: Request, call: Call, receive: Receive, send: Send) -> None:
@@ -466,7 +525,7 @@ async def _wait_disconnect(receive: Receive) -> None:
             return
 
 
-async def _sendencode_message(send: Send, status: int, body: Any) -> None:
+async def _send_json(send: Send, status: int, body: Any) -> None:
     if body is None:
         await send({"type": "http.response.start", "status": status, "headers": []})
         await send({"type": "http.response.body", "body": b""})
@@ -477,13 +536,15 @@ async def _sendencode_message(send: Send, status: int, body: Any) -> None:
 
 
 async def _error(send: Send, status: int, id_: Any, err: McpError) -> None:
-    await _sendencode_message(send, status, errors.error_response(id_, err))
+    await _send_json(send, status, errors.error_response(id_, err))
 
 
 async def _challenge(send: Send, refusal: Challenge) -> None:
-    body = orjson.dumps(errors.error_response(None, McpError(errors.INVALID_REQUEST, refusal.message)))
-    await send({"type": "http.response.start", "status": refusal.status, "headers": [
-        *_json_headers(len(body)), (b"www-authenticate", refusal.www_authenticate.encode("latin-1"))]})
+    body = orjson.dumps(errors.error_response(None, McpError(refusal.code, refusal.message)))
+    headers = _json_headers(len(body))
+    if refusal.www_authenticate:
+        headers.append((b"www-authenticate", refusal.www_authenticate.encode("latin-1")))
+    await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import uvicorn
 from uvicorn.supervisors import multiprocess
 
-from ..protocol.endpoint import Endpoint
+from ..protocol.endpoint import Endpoint, LegacyEndpoint
 from ..protocol.principal import Authenticator
 from ..protocol.security import OriginPolicy
 from .edge import LIMITS_ATTR, EdgeLimits
@@ -53,12 +53,13 @@ def http_transport(
     max_body: int = DEFAULT_MAX_BODY,
     instance: str | None = None,
     authenticator: Authenticator | None = None,
+    legacy: LegacyEndpoint | None = None,
 ) -> HttpTransport:
     """An `HttpTransport` for `endpoint` whose listen streams `run` ends gracefully on shutdown
     (`authenticator`: None applies the endpoint's own, as `HttpTransport` does)."""
     _endpoints.append(endpoint)
     return HttpTransport(endpoint, authenticator=authenticator, path=path, origin_policy=origin_policy,
-                         max_body=max_body, instance=instance)
+                         max_body=max_body, instance=instance, legacy=legacy)
 
 
 class _Server(uvicorn.Server):

@@ -37,9 +37,10 @@ from typing import Any
 
 from ..protocol import envelope, errors
 from ..protocol.encoding import encode_message
-from ..protocol.endpoint import Call, Endpoint, ListenEnd, ListenEvent, authenticator_for
+from ..protocol.endpoint import Call, Endpoint, LegacyEndpoint, ListenEnd, ListenEvent, StdioSession, authenticator_for
 from ..protocol.envelope import Notification, Rejection, Request
 from ..protocol.errors import McpError
+from ..protocol.legacy import stdio_era
 from ..protocol.principal import ANONYMOUS, Authenticator, Challenge, Credentials
 
 log = logging.getLogger("mcp_stateless.stdio")
@@ -118,12 +119,17 @@ class StdioServer:
     """Serves one endpoint over a pair of byte streams (stdin/stdout of this process by default).
 
     `authenticator` defaults to the endpoint's own (see `authenticator_for`); `environ` is where the
-    credentials come from (this process's environment by default)."""
+    credentials come from (this process's environment by default). `legacy`: the 2025-era branch, which
+    gets the whole process when its first message is `initialize`."""
 
     def __init__(self, endpoint: Endpoint, *, authenticator: Authenticator | None = None,
                  environ: Mapping[str, str] | None = None, drain_timeout: float = 1.0,
-                 max_line: int = MAX_LINE, max_inflight: int = DEFAULT_MAX_INFLIGHT) -> None:
+                 max_line: int = MAX_LINE, max_inflight: int = DEFAULT_MAX_INFLIGHT,
+                 legacy: LegacyEndpoint | None = None) -> None:
         self.endpoint = endpoint
+        self.legacy = legacy
+        self._first = True
+        self._legacy_session: StdioSession | None = None
         self.authenticator = authenticator_for(endpoint, authenticator)
         self.environ = environ if environ is not None else os.environ
         self.drain_timeout = drain_timeout
@@ -179,6 +185,13 @@ class StdioServer:
             message = envelope.parse(line)
         except McpError as e:
             self.write(errors.error_response(None, e))
+            return
+        if self._first:  # the first message picks the process's era
+            self._first = False
+            if self.legacy is not None and stdio_era(message) == "legacy":
+                self._legacy_session = self.legacy.stdio_session(self._call.principal, self.write)
+        if self._legacy_session is not None:
+            self._legacy_session.receive(message)
             return
         decision = envelope.classify(message, None, self.endpoint.table, self.endpoint.supported_versions)
         if isinstance(decision, Rejection):
@@ -293,6 +306,8 @@ class StdioServer:
                 await self._room.wait()
 
     async def shutdown(self) -> None:
+        if self._legacy_session is not None:
+            await self._legacy_session.aclose()
         await self.endpoint.aclose()
         pending = [t for t, _ in self._inflight.values()]
         if pending:
@@ -335,11 +350,11 @@ def _feed_from_thread(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamRea
 
 
 async def _amain(endpoint: Endpoint, out_fd: int, tool_threads: int, authenticator: Authenticator | None,
-                 max_inflight: int) -> bool:
+                 max_inflight: int, legacy: LegacyEndpoint | None = None) -> bool:
     loop = asyncio.get_running_loop()
     # Sync tools run in the default executor: size it so that blocking calls do not queue behind each other.
     loop.set_default_executor(ThreadPoolExecutor(max_workers=tool_threads, thread_name_prefix="mcp-tool"))
-    server = StdioServer(endpoint, authenticator=authenticator, max_inflight=max_inflight)
+    server = StdioServer(endpoint, authenticator=authenticator, max_inflight=max_inflight, legacy=legacy)
     # read() in chunks (lines are framed by read_lines): the limit only sets when the pipe is paused
     reader = asyncio.StreamReader(limit=_CHUNK)
     in_fd = sys.stdin.fileno()
@@ -369,7 +384,8 @@ def _new_loop() -> asyncio.AbstractEventLoop:
 
 
 def serve_stdio(endpoint: Endpoint, out_fd: int | None = None, *, tool_threads: int = 64,
-                authenticator: Authenticator | None = None, max_inflight: int = DEFAULT_MAX_INFLIGHT) -> int:
+                authenticator: Authenticator | None = None, max_inflight: int = DEFAULT_MAX_INFLIGHT,
+                legacy: LegacyEndpoint | None = None) -> int:
     """Serve `endpoint` on this process's stdin/stdout until stdin reaches EOF; the process is the server's.
     Returns the exit status: 0, or 1 when the environment's credentials were refused.
 
@@ -381,7 +397,8 @@ def serve_stdio(endpoint: Endpoint, out_fd: int | None = None, *, tool_threads: 
         out_fd = protect_stdout()
     loop = _new_loop()
     try:
-        served = loop.run_until_complete(_amain(endpoint, out_fd, tool_threads, authenticator, max_inflight))
+        served = loop.run_until_complete(_amain(endpoint, out_fd, tool_threads, authenticator, max_inflight,
+                                                legacy))
     finally:
         rest = asyncio.all_tasks(loop)
         for t in rest:

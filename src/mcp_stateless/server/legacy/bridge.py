@@ -1,0 +1,80 @@
+"""Write once, serve both eras: a legacy request answered by the same `App` handlers as a modern one.
+
+The session supplies what the modern `_meta` envelope would carry (version, client capabilities and
+info, log level); the request's own `_meta.progressToken` becomes the progress token. A handler that
+asks the client for input (`ctx.elicit`, `ctx.sample`, `ctx.list_roots`) ends its MRTR round with
+`input_required` exactly as on the modern path; here each of its `inputRequests` goes out as a real
+server->client request, and the handler is replayed with the answers and the sealed `requestState`,
+as a modern client's retry would. The legacy client sees only its own era's messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ...protocol import errors
+from ...protocol.endpoint import Call, Outbox
+from ...protocol.envelope import META_SERVER_INFO, Request
+from ...protocol.errors import McpError, error_response
+from ...protocol.legacy import LegacyRequest
+from ...protocol.principal import Principal
+from .peer import Peer, ask_all
+from .sessions import Session, SessionState
+
+if TYPE_CHECKING:
+    from ..app import App
+
+# The App methods a legacy session reaches (discovery, listen and extension methods are modern only).
+BRIDGED_METHODS = frozenset({
+    "tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list", "resources/templates/list",
+    "resources/read", "completion/complete",
+})
+MAX_ROUNDS = 16  # a handler asking more often than this is looping
+_MODERN_ONLY_FIELDS = ("resultType", "ttlMs", "cacheScope")
+
+
+def legacy_result(result: dict[str, Any]) -> dict[str, Any]:
+    """A modern result as its 2025 equivalent: no result type, cache hints or per-result server info."""
+    for name in _MODERN_ONLY_FIELDS:
+        result.pop(name, None)
+    meta = result.get("_meta")
+    if isinstance(meta, dict):
+        meta.pop(META_SERVER_INFO, None)
+        if not meta:
+            del result["_meta"]
+    return result
+
+
+async def run(app: App, peer: Peer, session: Session, state: SessionState, req: LegacyRequest,
+              principal: Principal, outbox: Outbox | None, headers: Mapping[str, str] | None) -> dict[str, Any]:
+    """The complete JSON-RPC response to one bridged request."""
+    params = dict(req.params)
+    meta = params.pop("_meta", None)
+    token = meta.get("progressToken") if isinstance(meta, dict) else None
+    if token is not None and (not isinstance(token, str | int) or isinstance(token, bool)):
+        return error_response(req.id, errors.invalid_params("progressToken must be a string or an integer"))
+    call = Call(principal, "http" if headers is not None else "stdio", outbox, headers, can_send_request=True)
+    emit: Callable[[dict[str, Any]], None] = outbox.emit if outbox is not None else _cannot_ask
+    round_params = params
+    for _ in range(MAX_ROUNDS):
+        modern = Request(req.id, req.method, round_params, session.version, session.capabilities,
+                         session.client_info, state.log_level, token)
+        message = (await app.handle(modern, call)).message
+        result = message.get("result")
+        if not isinstance(result, dict) or result.get("resultType") != "input_required":
+            if isinstance(result, dict):
+                legacy_result(result)
+            return message
+        try:
+            answers = await ask_all(peer, session, result.get("inputRequests") or {}, emit)
+        except McpError as e:
+            return error_response(req.id, e)
+        round_params = {**params, "inputResponses": answers}
+        if "requestState" in result:
+            round_params["requestState"] = result["requestState"]
+    return error_response(req.id, McpError(errors.INTERNAL_ERROR, f"{req.method} asked for input too often"))
+
+
+def _cannot_ask(message: dict[str, Any]) -> None:
+    raise McpError(errors.INTERNAL_ERROR, "this call has no stream to send a request to the client on")

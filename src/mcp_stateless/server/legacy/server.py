@@ -1,0 +1,477 @@
+"""`LegacyServer`: the 2025-era half of a dual-era endpoint (the `LegacyEndpoint` seam).
+
+It answers `initialize` (negotiating 2025-11-25 down to 2025-03-26), `ping`, `logging/setLevel`,
+`resources/subscribe`/`unsubscribe`, the app's own methods through `bridge`, clients' responses to
+server->client requests, the standalone GET stream (list changes and subscribed resource updates, from
+the state bus, so a change made on any instance arrives) and DELETE. Nothing here is kept per process:
+any instance sharing the key ring and the state store serves any session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ...protocol import errors
+from ...protocol.endpoint import KEEPALIVE, LegacyAnswer, LegacyItem, Outbox, SseEvent, StdioSession
+from ...protocol.envelope import LOG_LEVEL_RANK, LOG_LEVELS, Rejection
+from ...protocol.errors import McpError, error_response
+from ...protocol.legacy import (
+    SERVED_VERSIONS,
+    SESSION_HEADER,
+    VERSION_HEADER,
+    LegacyNotification,
+    LegacyRequest,
+    LegacyResponse,
+    classify,
+    negotiate,
+    session_not_found,
+    session_required,
+)
+from ...protocol.mrtr import MRTR_METHODS
+from ...protocol.principal import Principal
+from ...state import StateBundle
+from ..context import Context
+from . import bridge
+from .peer import Peer
+from .sessions import Session, Sessions, SessionState
+from .streams import StreamLog, parse_event_id
+
+if TYPE_CHECKING:
+    from ..app import App
+
+log_ = logging.getLogger("mcp_stateless.legacy")
+RETRY_MS = 1000  # how long a client waits before reconnecting a dropped stream (SSE `retry`)
+
+_LIST_CHANGED = {
+    "tools": "notifications/tools/list_changed",
+    "prompts": "notifications/prompts/list_changed",
+    "resources": "notifications/resources/list_changed",
+}
+MAX_SESSION_ID = 4096  # characters
+_STREAM_BACKLOG = 4096
+CANCEL_TOPIC = "legacy-cancel"  # messages a slow client may fall behind on one stream before the oldest go
+
+
+class LegacyServer:
+    """Serves 2025-era clients from `app`'s handlers. `session_ttl_s`: how long a session id stays
+    valid; `request_timeout_s`: how long a call waits for a client's answer to a server->client request;
+    `stream_ttl_s`: how long a call's stream can be resumed (`Last-Event-ID`) after its last message."""
+
+    def __init__(self, app: App, *, session_ttl_s: float = 24 * 3600.0, request_timeout_s: float = 300.0,
+                 keepalive_s: float | None = None, versions: tuple[str, ...] = SERVED_VERSIONS,
+                 stream_ttl_s: float = 600.0) -> None:
+        self.stream_ttl_s = stream_ttl_s
+        self.app = app
+        self.session_ttl_s = session_ttl_s
+        self.request_timeout_s = request_timeout_s
+        self.keepalive_s = keepalive_s
+        self.versions = versions
+        self._own_state: StateBundle | None = None
+        self._running: set[asyncio.Future[None]] = set()
+        # Exchanges by (kind, HTTP status): this era's own counters, for the metrics exporter to read.
+        self.counters: collections.Counter[tuple[str, int]] = collections.Counter()
+        self._calls: dict[tuple[str, Any], asyncio.Future[None]] = {}  # this instance's streamed calls
+        self._cancel_reader: asyncio.Future[None] | None = None
+
+    # ------------------------------------------------------------------ shared parts, read per use
+    def _state(self) -> StateBundle:
+        """The app's state (shared by instances), or this process's memory when it has none."""
+        if self.app.state is not None:
+            return self.app.state
+        if self._own_state is None:
+            from ...state.memory import open_bundle
+
+            self._own_state = open_bundle()
+        return self._own_state
+
+    @property
+    def sessions(self) -> Sessions:
+        return Sessions(self.app.ensure_key_ring(), self._state().records, self.session_ttl_s)
+
+    @property
+    def streams(self) -> StreamLog:
+        keepalive = self.keepalive_s if self.keepalive_s is not None else self.app.listen_keepalive_s
+        return StreamLog(self._state().records, self._state().bus, self.stream_ttl_s, keepalive)
+
+    @property
+    def peer(self) -> Peer:
+        return Peer(self._state().records, self._state().bus, self.request_timeout_s)
+
+    # ------------------------------------------------------------------ the seam
+    async def exchange(self, http_method: str, message: Any, headers: Mapping[str, str],
+                       principal: Principal, can_sse: bool) -> LegacyAnswer:
+        try:
+            answer = await self._exchange(http_method, message, headers, principal, can_sse)
+        except McpError as e:  # e.g. the state store is unreachable
+            answer = LegacyAnswer(500 if e.code == errors.INTERNAL_ERROR else 400, error_response(None, e))
+        kind = _kind(http_method, message)
+        self.counters[(kind, answer.status)] += 1
+        if log_.isEnabledFor(logging.DEBUG):
+            log_.debug("legacy %s -> %d", kind, answer.status, extra={"era": "legacy", "legacy_kind": kind})
+        return answer
+
+    async def _exchange(self, http_method: str, message: Any, headers: Mapping[str, str],
+                        principal: Principal, can_sse: bool) -> LegacyAnswer:
+        decision = None
+        if http_method == "POST":
+            decision = classify(message)
+            if isinstance(decision, Rejection):
+                return _rejected(decision)
+            if isinstance(decision, LegacyRequest) and decision.method == "initialize":
+                return self._initialize(decision, principal)
+        rid = decision.id if isinstance(decision, LegacyRequest) else None
+        sid = headers.get(SESSION_HEADER)
+        if sid is None:
+            return _rejected(session_required(rid))
+        sessions = self.sessions
+        session = sessions.open(sid.strip(), principal.id)
+        if session is None:
+            return _rejected(session_not_found(rid))
+        state = await sessions.state(session)
+        if state.deleted:
+            return _rejected(session_not_found(rid, "Session not found: it was terminated"))
+        hv = headers.get(VERSION_HEADER)
+        if hv is not None and hv.strip() != session.version:
+            return _rejected(Rejection(400, rid, McpError(
+                errors.INVALID_REQUEST,
+                f"Bad Request: MCP-Protocol-Version {hv.strip()!r} is not this session's {session.version!r}")))
+        if http_method == "GET":
+            if not can_sse:
+                return _rejected(Rejection(406, None, McpError(
+                    errors.INVALID_REQUEST, "Not Acceptable: the GET stream needs Accept: text/event-stream")))
+            last = headers.get("last-event-id")
+            if last is not None:
+                return await self._resume(session, last)
+            return LegacyAnswer(200, stream=self.events(session))
+        if http_method == "DELETE":
+            await sessions.update(session, _terminate)
+            return LegacyAnswer(200)
+        if isinstance(decision, LegacyNotification):
+            if decision.method == "notifications/cancelled":
+                await self._cancel(session, decision.params.get("requestId"))
+            return LegacyAnswer(202)
+        if isinstance(decision, LegacyResponse):
+            if await self.peer.answer(session, decision):
+                return LegacyAnswer(202)
+            return _rejected(Rejection(400, None, McpError(
+                errors.INVALID_REQUEST, f"no request with id {decision.id!r} is waiting for a response")))
+        assert isinstance(decision, LegacyRequest)
+        return await self._request(decision, session, state, principal, headers, can_sse)
+
+    # ------------------------------------------------------------------ lifecycle
+    def _initialize(self, req: LegacyRequest, principal: Principal) -> LegacyAnswer:
+        return self.initialize(req, principal)[0]
+
+    def initialize(self, req: LegacyRequest, principal: Principal) -> tuple[LegacyAnswer, Session | None]:
+        """The answer to `initialize`, and the session it opened (None when refused)."""
+        params = req.params
+        requested = params.get("protocolVersion")
+        caps = params.get("capabilities", {})
+        info = params.get("clientInfo")
+        if not isinstance(requested, str):
+            return _error(req, errors.invalid_params("initialize needs params.protocolVersion (a string)")), None
+        if not isinstance(caps, dict):
+            return _error(req, errors.invalid_params("params.capabilities must be an object")), None
+        if info is not None and not isinstance(info, dict):
+            return _error(req, errors.invalid_params("params.clientInfo must be an object")), None
+        version = negotiate(requested, self.versions)
+        sid, session = self.sessions.issue(principal.id, version, caps, info)
+        if len(sid) > MAX_SESSION_ID:  # the id travels on every request: keep headers within proxies' limits
+            why = f"the declared capabilities are too large for a session id ({len(sid)} > {MAX_SESSION_ID})"
+            return _error(req, errors.invalid_params(why)), None
+        app = self.app
+        result: dict[str, Any] = {
+            "protocolVersion": version,
+            "capabilities": legacy_capabilities(app.capabilities()),
+            "serverInfo": dict(app.server_info),
+        }
+        if app.instructions:
+            result["instructions"] = app.instructions
+        answer = LegacyAnswer(200, {"jsonrpc": "2.0", "id": req.id, "result": result},
+                              headers=((SESSION_HEADER, sid),))
+        return answer, session
+
+    # ------------------------------------------------------------------ requests
+    async def _request(self, req: LegacyRequest, session: Session, state: SessionState, principal: Principal,
+                       headers: Mapping[str, str] | None, can_sse: bool, outbox: Outbox | None = None) -> LegacyAnswer:
+        """One request of a live session. `outbox`: where its notifications and server->client requests go
+        when the transport has a channel of its own (stdio); on HTTP, the call's SSE stream."""
+        method = req.method
+        if method == "ping":
+            return _ok(req, {})
+        if method == "logging/setLevel":
+            level = req.params.get("level")
+            if level not in LOG_LEVEL_RANK:
+                return _error(req, errors.invalid_params(f"level must be one of {', '.join(LOG_LEVELS)}"))
+            await self.sessions.update(session, lambda s: setattr(s, "log_level", level))
+            return _ok(req, {})
+        if method in ("resources/subscribe", "resources/unsubscribe"):
+            uri = req.params.get("uri")
+            if not isinstance(uri, str):
+                return _error(req, errors.invalid_params(f"{method} needs params.uri"))
+            change = _subscribe(uri) if method == "resources/subscribe" else _unsubscribe(uri)
+            try:
+                await self.sessions.update(session, change)
+            except McpError as e:
+                return _error(req, e)
+            return _ok(req, {})
+        if method not in bridge.BRIDGED_METHODS or method not in self.app.table.methods:
+            return _error(req, errors.method_not_found(method))
+        peer = self.peer
+        if outbox is None and can_sse and method in MRTR_METHODS:
+            # A call that may notify or ask the client answers on its own SSE stream.
+            def start(outbox: _StreamOutbox) -> Awaitable[dict[str, Any]]:
+                return bridge.run(self.app, peer, session, state, req, principal, outbox, headers)
+
+            return LegacyAnswer(200, stream=await self._call_stream(start, session, req.id))
+        message = await bridge.run(self.app, peer, session, state, req, principal, outbox, headers)
+        return LegacyAnswer(200, message)
+
+    async def _call_stream(self, start: Callable[[_StreamOutbox], Awaitable[dict[str, Any]]],
+                           session: Session, request_id: Any) -> AsyncGenerator[LegacyItem, None]:
+        streams = self.streams
+        stream = await streams.open(session)
+        outbox = _StreamOutbox()
+        await self._watch_cancellations()
+        producer = asyncio.ensure_future(_produce(start, outbox, streams, stream))
+        self._running.add(producer)  # keep a reference until it is done
+        producer.add_done_callback(self._running.discard)
+        key = (session.key, request_id)
+        self._calls[key] = producer
+        producer.add_done_callback(lambda t: self._calls.pop(key, None) if self._calls.get(key) is t else None)
+        return self._live(streams, stream, outbox.closed)
+
+    # ------------------------------------------------------------------ cancellation, on any instance
+    async def _cancel(self, session: Session, request_id: Any) -> None:
+        """`notifications/cancelled` may reach any instance: it is published to all of them."""
+        if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+            return
+        await self._state().bus.publish(CANCEL_TOPIC, orjson.dumps([session.key, request_id]))
+
+    async def _watch_cancellations(self) -> None:
+        """Start (once per process) the reader that cancels this instance's calls named on the bus."""
+        if self._cancel_reader is not None and not self._cancel_reader.done():
+            return
+        sub = self._state().bus.subscribe(CANCEL_TOPIC)
+        await sub.ready()
+
+        async def read() -> None:
+            try:
+                while True:
+                    payload = await sub.get(None)
+                    if payload is None:
+                        continue
+                    try:
+                        key, rid = orjson.loads(payload)
+                    except (orjson.JSONDecodeError, TypeError, ValueError):
+                        continue
+                    call = self._calls.pop((key, rid), None)
+                    if call is not None:
+                        call.cancel()  # the call stops; nothing more is sent for it
+            finally:
+                sub.close()
+
+        self._cancel_reader = asyncio.ensure_future(read())
+
+    async def _live(self, streams: StreamLog, stream: str, closed: asyncio.Event) -> AsyncGenerator[LegacyItem, None]:
+        """The call's stream as it is logged, until its response or until the handler closes it
+        (`close_stream`): the client then resumes with `Last-Event-ID`."""
+        replay = streams.replay(stream, 0)
+        try:
+            await anext(replay)  # subscribed
+            yield SseEvent(None, id=f"{stream}:0", retry=RETRY_MS)  # priming: resumable from here on
+            closing = asyncio.ensure_future(closed.wait())
+            try:
+                while True:
+                    step = asyncio.ensure_future(anext(replay))
+                    await asyncio.wait((step, closing), return_when=asyncio.FIRST_COMPLETED)
+                    if not step.done():
+                        step.cancel()
+                        await asyncio.wait((step,))  # let the replay unwind before it is closed below
+                        return
+                    try:
+                        item = step.result()
+                    except StopAsyncIteration:
+                        return
+                    yield item
+            finally:
+                closing.cancel()
+        finally:
+            await replay.aclose()
+
+    async def _resume(self, session: Session, last_event_id: str) -> LegacyAnswer:
+        """A GET with `Last-Event-ID`: the rest of that stream, on whichever instance."""
+        parsed = parse_event_id(last_event_id)
+        streams = self.streams
+        if parsed is None or await streams.owner(parsed[0]) != session.key.encode():
+            return _rejected(Rejection(400, None, McpError(
+                errors.INVALID_REQUEST, "Last-Event-ID names no stream of this session (it may have expired)")))
+        return LegacyAnswer(200, stream=streams.replay(*parsed))
+
+    # ------------------------------------------------------------------ the GET stream
+    async def events(self, session: Session) -> AsyncGenerator[LegacyItem, None]:
+        sub = self.app.events.subscribe()
+        keepalive = self.keepalive_s if self.keepalive_s is not None else self.app.listen_keepalive_s
+        try:
+            await sub.ready()
+            yield KEEPALIVE  # subscribed: the transport sends the headers only now
+            while True:
+                event = await sub.get(keepalive)
+                if event is None:
+                    yield KEEPALIVE
+                    continue
+                if event.kind == "end":
+                    return
+                notify = _LIST_CHANGED.get(event.kind)
+                if notify is not None:
+                    yield SseEvent({"jsonrpc": "2.0", "method": notify})
+                elif event.kind == "resource_updated" and event.uri is not None:
+                    state = await self.sessions.state(session)
+                    if state.deleted:
+                        return
+                    if event.uri in state.subscriptions:
+                        yield SseEvent({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                                        "params": {"uri": event.uri}})
+        finally:
+            sub.close()
+
+    def stdio_session(self, principal: Principal, write: Callable[[dict[str, Any]], None]) -> StdioSession:
+        from .stdio import LegacyStdioSession
+
+        return LegacyStdioSession(self, principal, write)
+
+
+def close_stream(ctx: Context) -> bool:
+    """From a handler (on the event loop): close the legacy client's SSE connection of this call, which
+    then resumes with `Last-Event-ID` (SEP-1699). False where there is no such stream (the modern path,
+    stdio, a JSON response)."""
+    outbox = ctx.outbox
+    if not isinstance(outbox, _StreamOutbox):
+        return False
+    outbox.close_stream()
+    return True
+
+
+def legacy_capabilities(modern: dict[str, Any]) -> dict[str, Any]:
+    """The server capabilities a 2025 client understands (modern extensions stay on the modern path)."""
+    return {k: v for k, v in modern.items() if k != "extensions"}
+
+
+class _StreamOutbox:
+    """A call's messages for its SSE stream: bounded, never blocks the handler."""
+
+    __slots__ = ("_wake", "closed", "pending")
+
+    def __init__(self) -> None:
+        self.pending: collections.deque[dict[str, Any]] = collections.deque(maxlen=_STREAM_BACKLOG)
+        self._wake: asyncio.Future[None] | None = None
+        self.closed = asyncio.Event()
+
+    def close_stream(self) -> None:
+        """End the client's connection now (SEP-1699 polling); the call goes on, and the client resumes
+        with `Last-Event-ID`."""
+        self.closed.set()
+
+    def emit(self, message: dict[str, Any]) -> None:
+        self.pending.append(message)
+        self.wake()
+
+    def wake(self) -> None:
+        w = self._wake
+        if w is not None and not w.done():
+            w.set_result(None)
+
+    async def wait(self) -> None:
+        self._wake = asyncio.get_running_loop().create_future()
+        try:
+            await self._wake
+        finally:
+            self._wake = None
+
+
+async def _produce(start: Callable[[_StreamOutbox], Awaitable[dict[str, Any]]], outbox: _StreamOutbox,
+                   log: StreamLog, stream: str) -> None:
+    """Run one call, appending each message it sends and then its response to the stream's log. Runs
+    as a task of its own, so a dropped connection neither loses its messages nor cancels it."""
+    task = asyncio.ensure_future(start(outbox))
+    task.add_done_callback(lambda _t: outbox.wake())
+    seq = 0
+    try:
+        while True:
+            while outbox.pending:
+                seq += 1
+                await log.append(stream, seq, outbox.pending.popleft(), False)
+            if task.done():
+                break
+            await outbox.wait()
+        while outbox.pending:
+            seq += 1
+            await log.append(stream, seq, outbox.pending.popleft(), False)
+        await log.append(stream, seq + 1, task.result(), True)
+    except asyncio.CancelledError:
+        await log.end(stream, seq)  # cancelled: a client resuming this stream gets nothing more
+        raise
+    except Exception:
+        log_.exception("a legacy call's stream failed")
+    finally:
+        if not task.done():
+            task.cancel()
+
+
+def _terminate(state: SessionState) -> None:
+    state.deleted = True
+    state.subscriptions = []
+
+
+MAX_SUBSCRIPTIONS = 1000  # per session: the shared record stays small
+
+
+def _subscribe(uri: str) -> Callable[[SessionState], None]:
+    def change(state: SessionState) -> None:
+        if uri not in state.subscriptions:
+            if len(state.subscriptions) >= MAX_SUBSCRIPTIONS:
+                raise errors.invalid_params(f"a session may subscribe to at most {MAX_SUBSCRIPTIONS} resources")
+            state.subscriptions.append(uri)
+
+    return change
+
+
+def _unsubscribe(uri: str) -> Callable[[SessionState], None]:
+    def change(state: SessionState) -> None:
+        if uri in state.subscriptions:
+            state.subscriptions.remove(uri)
+
+    return change
+
+
+def _kind(http_method: str, message: Any) -> str:
+    """What a legacy exchange was, for counters and logs: get, delete, initialize, response, notification,
+    request (a method name would let clients grow the counter without bound)."""
+    if http_method != "POST":
+        return http_method.lower()
+    if not isinstance(message, dict):
+        return "invalid"
+    if message.get("method") == "initialize":
+        return "initialize"
+    if "method" not in message:
+        return "response"
+    return "request" if "id" in message else "notification"
+
+
+def _ok(req: LegacyRequest, result: dict[str, Any]) -> LegacyAnswer:
+    return LegacyAnswer(200, {"jsonrpc": "2.0", "id": req.id, "result": result})
+
+
+def _error(req: LegacyRequest, err: McpError) -> LegacyAnswer:
+    # A JSON-RPC error of a live session travels with 200, as 2025 clients expect (a 4xx is a transport failure).
+    return LegacyAnswer(200, error_response(req.id, err))
+
+
+def _rejected(r: Rejection) -> LegacyAnswer:
+    return LegacyAnswer(r.status, r.body())

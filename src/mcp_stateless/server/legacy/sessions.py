@@ -1,0 +1,114 @@
+"""Legacy sessions that any instance can serve.
+
+The session id is self-validating: the negotiated version, the client's capabilities and info, the
+principal and a random key are sealed with the app's key ring (the same HMAC seal as MRTR
+`requestState`), so every instance sharing the ring accepts an id it never saw, after a restart too.
+Only what changes during a session lives in the shared record store, under the session's random key and
+with a TTL: the log level, the resource subscriptions, and the tombstone a DELETE leaves (so a deleted
+id is refused everywhere until it would have expired anyway).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from ...protocol.errors import McpError
+from ...protocol.mrtr import KeyRing, StateContext, seal, unseal
+from ...state import RecordStore
+
+SESSION_NS = "legacy-session"
+_SEAL_METHOD = "mcp-session"  # what the seal is bound to besides the principal: never a request method
+_SEAL_DIGEST = "legacy"
+# clientInfo fields kept in the id (the rest, e.g. icons, would only make every request's header longer)
+_INFO_KEYS = ("name", "version", "title")
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """What the sealed id says (immutable for the session's life)."""
+
+    key: str  # random, names the session's mutable record
+    version: str
+    capabilities: dict[str, Any]
+    client_info: dict[str, Any] | None
+    principal: str
+    expires_at: float
+
+
+@dataclass(slots=True)
+class SessionState:
+    """The mutable part, shared by every instance."""
+
+    log_level: str | None = None
+    subscriptions: list[str] = field(default_factory=list)
+    deleted: bool = False
+
+    def encode(self) -> bytes:
+        return orjson.dumps({"l": self.log_level, "s": self.subscriptions, "d": self.deleted})
+
+    @classmethod
+    def decode(cls, data: bytes) -> SessionState:
+        try:
+            raw = orjson.loads(data)
+            level, subs, deleted = raw.get("l"), raw.get("s"), raw.get("d")
+        except (orjson.JSONDecodeError, AttributeError):
+            return cls()
+        return cls(level if isinstance(level, str) else None,
+                   [s for s in subs if isinstance(s, str)] if isinstance(subs, list) else [], deleted is True)
+
+
+class Sessions:
+    """Issues and opens session ids; reads and updates their shared state."""
+
+    def __init__(self, ring: KeyRing, records: RecordStore, ttl_s: float) -> None:
+        self.ring = ring
+        self.records = records
+        self.ttl_s = ttl_s
+
+    def issue(self, principal: str, version: str, capabilities: dict[str, Any],
+              client_info: dict[str, Any] | None) -> tuple[str, Session]:
+        key = base64.urlsafe_b64encode(os.urandom(15)).decode("ascii")
+        info = {k: client_info[k] for k in _INFO_KEYS if k in client_info} if client_info else None
+        payload = {"k": key, "v": version, "c": capabilities, "i": info}
+        sid = seal(self.ring, StateContext(principal, _SEAL_METHOD, _SEAL_DIGEST), payload, self.ttl_s)
+        return sid, Session(key, version, capabilities, info, principal, time.time() + self.ttl_s)
+
+    def open(self, sid: str, principal: str) -> Session | None:
+        """The session an id names for this principal; None when forged, expired or another's."""
+        try:
+            payload = unseal(self.ring, StateContext(principal, _SEAL_METHOD, _SEAL_DIGEST), sid)
+        except McpError:
+            return None
+        if not isinstance(payload, dict):
+            return None
+        key, version, caps, info = payload.get("k"), payload.get("v"), payload.get("c"), payload.get("i")
+        if not isinstance(key, str) or not isinstance(version, str) or not isinstance(caps, dict):
+            return None
+        # The seal's expiry was checked by unseal; the record's TTL follows it.
+        return Session(key, version, caps, info if isinstance(info, dict) else None, principal,
+                       time.time() + self.ttl_s)
+
+    async def state(self, session: Session) -> SessionState:
+        got = await self.records.get(SESSION_NS, session.key)
+        return SessionState() if got is None else SessionState.decode(got.data)
+
+    async def update(self, session: Session, change: Any) -> SessionState:
+        """Apply `change(state)` with compare-and-swap, so two instances never lose each other's update."""
+        for _ in range(16):
+            got = await self.records.get(SESSION_NS, session.key)
+            current = SessionState() if got is None else SessionState.decode(got.data)
+            change(current)
+            data = current.encode()
+            expires = session.expires_at
+            if got is None:
+                if await self.records.create(SESSION_NS, session.key, data, expires_at=expires):
+                    return current
+            elif await self.records.swap(SESSION_NS, session.key, got.version, data, expires_at=expires):
+                return current
+        raise McpError(-32603, "the session's state is changing too fast; retry")

@@ -1,0 +1,117 @@
+"""A legacy session over stdio: the process's first message was `initialize`, so it speaks 2025.
+
+One process is one session (no id on the wire). Requests run concurrently and are answered as each
+finishes; their notifications and server->client requests go straight to stdout, and the client's
+responses come back on stdin to the same `Peer` the HTTP branch uses. After `initialized`, list changes
+and subscribed resource updates are written as they happen (what the GET stream carries on HTTP).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ...protocol import errors
+from ...protocol.endpoint import SseEvent
+from ...protocol.envelope import Rejection
+from ...protocol.errors import McpError, error_response
+from ...protocol.legacy import LegacyNotification, LegacyRequest, LegacyResponse, classify
+from ...protocol.principal import Principal
+from .sessions import Session
+
+if TYPE_CHECKING:
+    from .server import LegacyServer
+
+
+class _Writer:
+    __slots__ = ("write",)
+
+    def __init__(self, write: Callable[[dict[str, Any]], None]) -> None:
+        self.write = write
+
+    def emit(self, message: dict[str, Any]) -> None:
+        self.write(message)
+
+
+class LegacyStdioSession:
+    def __init__(self, server: LegacyServer, principal: Principal, write: Callable[[dict[str, Any]], None]) -> None:
+        self.server = server
+        self.principal = principal
+        self.write = write
+        self.session: Session | None = None
+        self._inflight: dict[Any, asyncio.Task[None]] = {}
+        self._events: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Task[bool]] = set()
+
+    def receive(self, message: Any) -> None:
+        decision = classify(message)
+        if isinstance(decision, Rejection):
+            body = decision.body()
+            if body is not None:
+                self.write(body)
+            return
+        if isinstance(decision, LegacyNotification):
+            self._notification(decision)
+            return
+        loop = asyncio.get_running_loop()
+        if isinstance(decision, LegacyResponse):
+            if self.session is not None:
+                answering = loop.create_task(self.server.peer.answer(self.session, decision))
+                self._background.add(answering)  # keep a reference until it is done
+                answering.add_done_callback(self._background.discard)
+            return
+        if decision.method == "initialize":
+            answer, session = self.server.initialize(decision, self.principal)
+            if session is not None:
+                self.session = session
+            if answer.body is not None:
+                self.write(answer.body)
+            return
+        if self.session is None:
+            self.write(error_response(decision.id, McpError(errors.INVALID_REQUEST, "send initialize first")))
+            return
+        if decision.id in self._inflight:
+            self.write(error_response(decision.id, McpError(
+                errors.INVALID_REQUEST, f"request id {decision.id!r} is already in flight")))
+            return
+        task = loop.create_task(self._request(decision, self.session))
+        self._inflight[decision.id] = task
+        task.add_done_callback(functools.partial(self._forget, decision.id))
+
+    def _forget(self, rid: Any, task: asyncio.Task[None]) -> None:
+        if self._inflight.get(rid) is task:
+            del self._inflight[rid]
+
+    def _notification(self, note: LegacyNotification) -> None:
+        if note.method == "notifications/initialized" and self.session is not None and self._events is None:
+            self._events = asyncio.get_running_loop().create_task(self._pump_events(self.session))
+        elif note.method == "notifications/cancelled":
+            task = self._inflight.pop(note.params.get("requestId"), None)
+            if task is not None:
+                task.cancel()  # nothing more is written for it
+
+    async def _request(self, req: LegacyRequest, session: Session) -> None:
+        state = await self.server.sessions.state(session)
+        answer = await self.server._request(req, session, state, self.principal, None, False, _Writer(self.write))
+        if answer.body is not None and req.id in self._inflight:
+            self.write(answer.body)
+
+    async def _pump_events(self, session: Session) -> None:
+        stream = self.server.events(session)
+        try:
+            async for item in stream:
+                if isinstance(item, SseEvent) and item.message is not None:
+                    self.write(item.message)
+        finally:
+            await stream.aclose()
+
+    async def aclose(self) -> None:
+        tasks = [*self._inflight.values(), *([self._events] if self._events is not None else [])]
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t

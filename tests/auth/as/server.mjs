@@ -1,0 +1,62 @@
+// A real OAuth 2.1 authorization server for the resource-server tests: oidc-provider on loopback.
+//
+// Configuration comes from the environment (the pytest fixture sets it):
+//   AS_PORT      the loopback port to listen on
+//   AS_JWKS      a file holding {"keys": [...]} private signing keys; the first RS256 key signs
+// Clients (client_credentials, client_secret_post/basic):
+//   full   / full-secret    may get "tools:read tools:admin"
+//   reader / reader-secret  may get "tools:read" only
+//   opaque / opaque-secret  like full, but its access tokens are opaque (introspection tests)
+// and one client that only introspects (client_secret_basic), as a resource server would:
+//   rs     / rs-secret
+// Every resource indicator gets an audience-bound RS256 JWT access token (RFC 8707 + RFC 9068).
+// Prints "READY <issuer>" on stdout once it listens.
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+
+// oidc-provider lives in the project's tools/node (ESM ignores NODE_PATH, so resolve it from there).
+const tools = createRequire(new URL('../../../tools/node/package.json', import.meta.url));
+const { default: Provider } = await import(pathToFileURL(tools.resolve('oidc-provider')).href);
+
+const port = Number(process.env.AS_PORT);
+const jwks = JSON.parse(readFileSync(process.env.AS_JWKS, 'utf8'));
+const issuer = `http://127.0.0.1:${port}`;
+const client = (id, scope, method = 'client_secret_post') => ({
+  client_id: id,
+  client_secret: `${id}-secret`,
+  grant_types: ['client_credentials'],
+  redirect_uris: [],
+  response_types: [],
+  token_endpoint_auth_method: method,
+  scope,
+});
+
+const provider = new Provider(issuer, {
+  clients: [client('full', 'tools:read tools:admin'), client('reader', 'tools:read'),
+    client('opaque', 'tools:read tools:admin'), client('rs', 'tools:read', 'client_secret_basic')],
+  jwks,
+  scopes: ['tools:read', 'tools:admin'],
+  features: {
+    devInteractions: { enabled: false },
+    clientCredentials: { enabled: true },
+    introspection: { enabled: true },
+    revocation: { enabled: true },
+    resourceIndicators: {
+      enabled: true,
+      defaultResource: () => undefined,
+      getResourceServerInfo: (ctx, resource, c) => ({
+        scope: 'tools:read tools:admin',
+        accessTokenFormat: c.clientId === 'opaque' ? 'opaque' : 'jwt',
+        accessTokenTTL: 600,
+        jwt: { sign: { alg: 'RS256' } },
+      }),
+    },
+  },
+});
+// Quiet: the tests read stdout for READY only.
+provider.on('server_error', (ctx, err) => { process.stderr.write(`server_error ${err}\n`); });
+const server = provider.listen(port, '127.0.0.1', () => {
+  process.stdout.write(`READY ${issuer}\n`);
+});
+process.on('SIGTERM', () => server.close(() => process.exit(0)));
