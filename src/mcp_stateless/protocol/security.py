@@ -1,4 +1,4 @@
-"""DNS-rebinding defence: `Host` and `Origin` checks (REFERENCE.md §8.7), as a pure policy object."""
+"""DNS-rebinding defence: `Host` and `Origin` checks, as a pure policy object."""
 
 from __future__ import annotations
 
