@@ -369,3 +369,40 @@ async def test_the_sweeper_logs_a_store_outage_or_a_failure_and_keeps_sweeping(
 
 async def _true_after(check: Any) -> bool:
     return bool(check())
+
+
+class _StubbornHost(ScriptHost):
+    """A tool that ignores the first cancellation and keeps working for `seconds`."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__([])
+        self.seconds = seconds
+        self.ignored = False
+
+    async def run(self, rec: TaskRecord) -> TaskOutcome:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            self.ignored = True
+        await asyncio.sleep(self.seconds)
+        return Completed({"content": []})
+
+
+async def test_closing_waits_two_seconds_at_most_for_a_runner_that_ignores_cancellation() -> None:
+    store = TaskStore(MemoryRecords())
+    runtime = TaskRuntime(store, instance_id="me")
+    host = _StubbornHost(10.0)
+    runtime.attach(host)
+    rec = _task(owner="me", lease_in=60.0)
+    await store.create(rec)
+    runtime.spawn(rec)
+    await asyncio.sleep(0.05)
+    t0 = time.monotonic()
+    await runtime.aclose()
+    waited = time.monotonic() - t0
+    stuck = list(runtime._running.values())
+    for t in stuck:
+        t.cancel()
+    await asyncio.gather(*stuck, return_exceptions=True)
+    assert host.ignored and stuck  # it was still running when aclose gave up on it
+    assert 1.9 <= waited < 2.9
