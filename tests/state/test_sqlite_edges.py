@@ -83,7 +83,7 @@ async def test_a_bus_whose_file_cannot_be_opened_fails_its_readers_after_the_bus
     try:
         t0 = time.monotonic()
         with pytest.raises(asyncio.TimeoutError):
-            await sub.ready()
+            await asyncio.wait_for(sub.ready(), 5)  # 5 s: if ready() waited forever, the bound below says so
         assert 1.25 <= time.monotonic() - t0 < 2.2
     finally:
         sub.close()
