@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_stateless.state.sqlite import SqliteBus, SqliteDatabase, SqliteRecords
+from mcp_stateless.state.sqlite import BUS_RETENTION_S, SqliteBus, SqliteDatabase, SqliteRecords
 
 
 async def test_purge_says_how_many_records_it_removed(tmp_path: Path) -> None:
@@ -91,3 +91,67 @@ async def test_a_bus_whose_file_cannot_be_opened_fails_its_readers_after_the_bus
     warnings = [r.getMessage() for r in caplog.records if r.name == "mcp_stateless.state"]
     assert warnings and all(w.startswith(f"bus poll failed: State store unavailable (sqlite {tmp_path}): ")
                             for w in warnings)
+
+
+def _rows(db: SqliteDatabase, sql: str) -> int:
+    return int(db._call(lambda c: c.execute(sql).fetchone()[0]))
+
+
+async def test_every_256th_create_purges_what_has_expired(tmp_path: Path) -> None:
+    db = SqliteDatabase(str(tmp_path / "s.db"))
+    records = SqliteRecords(db)
+    try:
+        assert await records.create("ns", "old", b"x", expires_at=time.time() + 0.05)  # create 1 (purges first)
+        await asyncio.sleep(0.1)
+        for i in range(2, 257):  # creates 2..256: nothing purged, the expired row stays in the file
+            assert await records.create("ns", f"k{i}", b"x")
+            if i in (2, 255, 256):
+                assert _rows(db, "SELECT COUNT(*) FROM records WHERE key = 'old'") == 1, i
+        assert await records.create("ns", "k257", b"x")  # create 257: purged
+        assert _rows(db, "SELECT COUNT(*) FROM records WHERE key = 'old'") == 0
+    finally:
+        await records.aclose()
+
+
+async def test_every_64th_publish_prunes_bus_rows_older_than_the_retention(tmp_path: Path) -> None:
+    db = SqliteDatabase(str(tmp_path / "bus.db"))
+    bus = SqliteBus(db)
+
+    def old_row() -> None:
+        db._call(lambda c: c.execute("INSERT INTO bus (origin, topic, payload, at) VALUES ('x', 't', x'00', ?)",
+                                     (time.time() - BUS_RETENTION_S - 5,)))
+
+    old = f"SELECT COUNT(*) FROM bus WHERE at < {time.time() - BUS_RETENTION_S}"
+    try:
+        db._call(lambda c: None)  # the schema
+        old_row()
+        await bus.publish("t", b"1")  # publish 1 prunes
+        assert _rows(db, old) == 0
+        old_row()
+        for n in range(2, 65):  # publishes 2..64 do not
+            await bus.publish("t", b"n")
+            if n in (2, 63, 64):
+                assert _rows(db, old) == 1, n
+        await bus.publish("t", b"65")  # publish 65 prunes again
+        assert _rows(db, old) == 0
+        assert _rows(db, "SELECT COUNT(*) FROM bus") == 65  # fresh rows are kept
+    finally:
+        await bus.aclose()
+        db.close()
+
+
+async def test_a_publish_the_file_cannot_take_is_still_delivered_here_and_logged(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="mcp_stateless.state")
+    bus = SqliteBus(SqliteDatabase(str(tmp_path)))  # a directory: sqlite cannot open it
+    sub = bus._fanout.subscribe("topic-a")  # a reader in this process only: no poller
+    try:
+        await bus.publish("topic-a", b"p")
+        assert await sub.get(1) == b"p"
+    finally:
+        sub.close()
+        await bus.aclose()
+    msgs = [r.getMessage() for r in caplog.records if r.name == "mcp_stateless.state"]
+    assert len(msgs) == 1
+    assert msgs[0].startswith(f"a topic-a message was not shared with other processes: State store unavailable "
+                              f"(sqlite {tmp_path}): ")
