@@ -41,13 +41,19 @@ async def test_due_by_lists_at_most_one_hundred_by_default(tmp_path: Path) -> No
 
 async def test_the_shared_bus_delivers_every_message_from_another_process_in_order(tmp_path: Path) -> None:
     path = str(tmp_path / "bus.db")
-    here, there = SqliteBus(SqliteDatabase(path), poll_s=0.02), SqliteBus(SqliteDatabase(path), poll_s=0.02)
+    here, there = SqliteBus(SqliteDatabase(path)), SqliteBus(SqliteDatabase(path))  # shared, polled every 0.1 s
     sub = there.subscribe("t")
     try:
         await sub.ready()
         for n in range(3):  # each published after the previous one arrived: during the reader's sleep
             await here.publish("t", f"m{n}".encode())
-            assert await sub.get(5) == f"m{n}".encode()
+            assert await sub.get(0.9) == f"m{n}".encode()
+        sub.close()
+        await there.aclose()  # the poller stops; a new reader starts another
+        sub = there.subscribe("t")
+        await sub.ready()
+        await here.publish("t", b"again")
+        assert await sub.get(0.9) == b"again"
     finally:
         sub.close()
         await here.aclose()
