@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_stateless.state.sqlite import BUS_RETENTION_S, SqliteBus, SqliteDatabase, SqliteRecords
+from mcp_stateless.state.sqlite import BUS_RETENTION_S, SqliteBus, SqliteDatabase, SqliteRecords, sqlite_path
 
 
 async def test_purge_says_how_many_records_it_removed(tmp_path: Path) -> None:
@@ -161,3 +161,14 @@ async def test_a_publish_the_file_cannot_take_is_still_delivered_here_and_logged
     assert len(msgs) == 1
     assert msgs[0].startswith(f"a topic-a message was not shared with other processes: State store unavailable "
                               f"(sqlite {tmp_path}): ")
+
+
+def test_sqlite_state_urls_at_the_edges(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert sqlite_path("sqlite:///a") == str(tmp_path / "a")  # the shortest relative path
+    assert sqlite_path("sqlite:///a.db?poll=0.5?x") == str(tmp_path / "a.db")  # the path ends at the first "?"
+    for bad in ("sqlite://a.db", "sqlite://", "sqlite:///"):  # no slash after the scheme, or no path
+        with pytest.raises(ValueError) as e:
+            sqlite_path(bad)
+        assert str(e.value) == (f"invalid SQLite state URL {bad!r}: write sqlite:///relative.db or "
+                                "sqlite:////abs/path.db")
