@@ -166,6 +166,7 @@ async def test_a_publish_the_file_cannot_take_is_still_delivered_here_and_logged
 def test_sqlite_state_urls_at_the_edges(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     assert sqlite_path("sqlite:///a") == str(tmp_path / "a")  # the shortest relative path
+    assert sqlite_path("sqlite:///:memory:") == ":memory:"  # SQLite's in-memory database, not a file
     assert sqlite_path("sqlite:///a.db?poll=0.5?x") == str(tmp_path / "a.db")  # the path ends at the first "?"
     for bad in ("sqlite://a.db", "sqlite://", "sqlite:///"):  # no slash after the scheme, or no path
         with pytest.raises(ValueError) as e:
