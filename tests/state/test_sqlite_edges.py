@@ -173,3 +173,14 @@ def test_sqlite_state_urls_at_the_edges(tmp_path: Path, monkeypatch: pytest.Monk
             sqlite_path(bad)
         assert str(e.value) == (f"invalid SQLite state URL {bad!r}: write sqlite:///relative.db or "
                                 "sqlite:////abs/path.db")
+
+
+def test_a_sqlite_url_sets_the_busy_timeout_and_the_poll_interval(tmp_path: Path) -> None:
+    from mcp_stateless.state.sqlite import open_bundle
+
+    tuned = open_bundle(f"sqlite:///{tmp_path / 'a.db'}?timeout=0.5&poll=0.25", {"timeout": "0.5", "poll": "0.25"})
+    plain = open_bundle(f"sqlite:///{tmp_path / 'b.db'}", {})
+    for bundle, timeout, poll in ((tuned, 0.5, 0.25), (plain, 5.0, 0.1)):
+        assert isinstance(bundle.records, SqliteRecords) and isinstance(bundle.bus, SqliteBus)
+        assert (bundle.records.db.busy_timeout_s, bundle.bus.poll_s) == (timeout, poll)
+        assert bundle.bus.db is bundle.records.db  # one connection for records and bus
