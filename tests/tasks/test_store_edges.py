@@ -11,6 +11,7 @@ import pytest
 from mcp_stateless.state.memory import MemoryRecords
 from mcp_stateless.tasks.model import TaskRecord, new_task_id
 from mcp_stateless.tasks.store import ConflictError, MemoryTaskStore, SqliteTaskStore, TaskStore
+from services import RedisServer
 
 EXT = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 
@@ -90,4 +91,32 @@ async def test_a_sqlite_task_store_lives_in_the_given_file(tmp_path: Path) -> No
         got = await store.get(rec.task_id)
         assert got is not None and got.task_id == rec.task_id
     finally:
+        await store.aclose()
+
+
+async def test_a_redis_task_store_on_its_own_connection_uses_the_documented_defaults(redis_server: RedisServer) -> None:
+    """`RedisTaskStore(url)` keys tasks under `mcp-stateless:` (what `--state redis://...` uses too, so
+    both see the same tasks) with a 2 s socket timeout; the timeout's effect itself is tested on the
+    Redis engine (tests/state)."""
+    import redis.asyncio as aioredis
+
+    from mcp_stateless.state.redisdb import RedisRecords
+    from mcp_stateless.tasks.store import RedisTaskStore
+
+    store = RedisTaskStore(redis_server.url)
+    raw = aioredis.Redis.from_url(redis_server.url)
+    rec = task()
+    key = f"mcp-stateless:task:{rec.task_id}".encode()
+    try:
+        await store.create(rec)
+        assert await raw.exists(key) == 1  # the record is under the default prefix, nowhere else
+        assert [k for k in await raw.keys("*") if rec.task_id.encode() in k] == [key]
+        got = await store.get(rec.task_id)
+        assert got is not None and got.task_id == rec.task_id
+        assert isinstance(store.records, RedisRecords)
+        assert store.records.conn.timeout_s == 2.0
+        assert store.records.conn.prefix == "mcp-stateless:"
+    finally:
+        await raw.delete(key, b"mcp-stateless:task:~due")
+        await raw.aclose()
         await store.aclose()
