@@ -169,5 +169,5 @@ def test_workers_get_the_whole_config() -> None:
 def test_config_fields_are_all_plain_data() -> None:
     """Everything must survive JSON for the workers: no field may hold an object."""
     for f in dataclasses.fields(ServeConfig):
-        assert f.type in {"str", "int", "float", "Transport", "LogLevel", "LegacyMode", "str | None",
+        assert f.type in {"str", "int", "float", "Transport", "LogLevel", "LegacyMode", "str | None", "int | None",
                           "tuple[str, ...]"}, f

@@ -50,7 +50,7 @@ class ServeConfig:
 
     `idle_timeout`/`header_timeout`/`body_timeout` (seconds), `max_connections`: HTTP edge limits, per
     process; `tool_threads`: threads running sync handlers, per process; `max_inflight`: stdio requests
-    running at once."""
+    running at once; `listen_max_subscriptions`: URIs/task ids one listen stream may name (None: the app's)."""
 
     app: str
     transport: Transport = "http"
@@ -76,6 +76,7 @@ class ServeConfig:
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     tool_threads: int = DEFAULT_TOOL_THREADS
     max_inflight: int = DEFAULT_MAX_INFLIGHT
+    listen_max_subscriptions: int | None = None
 
     @property
     def processes(self) -> int:

@@ -100,6 +100,9 @@ def register(sub: Any) -> None:
     s.add_argument("--max-inflight", type=int, default=DEFAULT_MAX_INFLIGHT, metavar="N",
                    help=f"stdio: requests running at once (default {DEFAULT_MAX_INFLIGHT}); beyond it, and while "
                         "more than 1 MiB of output waits for the client, stdin is not read")
+    s.add_argument("--listen-max-subscriptions", type=int, default=None, metavar="N",
+                   help="resourceSubscriptions (and taskIds) one listen stream may name; more is refused with "
+                        "-32602 (default: the app's, 1000)")
     s.add_argument("--state", metavar="URL", default=None,
                    help="where handles and change events live: sqlite:///path.db (default: one file per app "
                         "under ~/.local/state/mcp-stateless), redis://host:6379/0 (several machines), memory:// "
@@ -149,6 +152,8 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str] = os.e
         raise CliError("--tool-threads must be at least 1")
     if args.max_inflight < 1:
         raise CliError("--max-inflight must be at least 1")
+    if args.listen_max_subscriptions is not None and args.listen_max_subscriptions < 1:
+        raise CliError("--listen-max-subscriptions must be at least 1")
     common: dict[str, Any] = {
         "app": args.app,
         "path": args.path,
@@ -165,6 +170,7 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str] = os.e
         "max_connections": args.max_connections,
         "tool_threads": args.tool_threads,
         "max_inflight": args.max_inflight,
+        "listen_max_subscriptions": args.listen_max_subscriptions,
         "legacy": args.legacy,
         **_auth_options(args, environ),
     }
@@ -246,6 +252,8 @@ def open_app(config: ServeConfig) -> App:
     _use_keys(app, config)
     _use_state(app, config)
     _use_auth(app, config)
+    if config.listen_max_subscriptions is not None:
+        app.listeners.max_subscriptions = config.listen_max_subscriptions
     return app
 
 
