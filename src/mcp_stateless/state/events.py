@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import functools
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Generic, Literal, Protocol, TypeVar
 
@@ -174,6 +175,29 @@ class Fanout:
     def listening(self) -> bool:
         """Whether any topic has a reader (a shared bus's reader stops when nobody listens)."""
         return bool(self._topics)
+
+
+class SharedSubscription:
+    """A reader of a shared bus (SQLite file, Redis): its queue is the process's fan-out, and `ready()`
+    waits until the engine's reader is live, so nothing published after a listen acknowledgement is missed."""
+
+    __slots__ = ("_inner", "_ready")
+
+    def __init__(self, inner: QueueSubscription[bytes], ready: Callable[[], Awaitable[None]]) -> None:
+        self._inner = inner
+        self._ready = ready
+
+    async def ready(self) -> None:
+        await self._ready()
+
+    async def get(self, timeout: float | None) -> bytes | None:
+        return await self._inner.get(timeout)
+
+    def put(self, payload: bytes) -> None:
+        self._inner.put(payload)
+
+    def close(self) -> None:
+        self._inner.close()
 
 
 def encode_change(event: ChangeEvent) -> bytes:

@@ -23,7 +23,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from .base import StateBundle, StateUnavailable, Versioned, redact
-from .events import ChangeEventBus, Fanout, QueueSubscription
+from .events import ChangeEventBus, Fanout, SharedSubscription
 from .handles import HandleStore
 
 log = logging.getLogger("mcp_stateless.state")
@@ -167,28 +167,6 @@ class RedisRecords:
         await self.conn.aclose()
 
 
-class _PubSubSubscription:
-    """A reader of the shared bus: `ready()` waits until this process is subscribed at Redis."""
-
-    __slots__ = ("_bus", "_inner")
-
-    def __init__(self, bus: RedisBus, inner: QueueSubscription[bytes]) -> None:
-        self._bus = bus
-        self._inner = inner
-
-    async def ready(self) -> None:
-        await self._bus.live()
-
-    async def get(self, timeout: float | None) -> bytes | None:
-        return await self._inner.get(timeout)
-
-    def put(self, payload: bytes) -> None:
-        self._inner.put(payload)
-
-    def close(self) -> None:
-        self._inner.close()
-
-
 _ORIGIN_LEN = 16
 
 
@@ -212,8 +190,8 @@ class RedisBus:
         except StateUnavailable as e:
             log.warning("a %s message was not sent to other instances: %s", topic, e.message)
 
-    def subscribe(self, topic: str) -> _PubSubSubscription:
-        sub = _PubSubSubscription(self, self._fanout.subscribe(topic))
+    def subscribe(self, topic: str) -> SharedSubscription:
+        sub = SharedSubscription(self._fanout.subscribe(topic), self.live)
         if self._reader is None or self._reader.done():
             self._live = asyncio.Event()
             self._reader = asyncio.get_running_loop().create_task(self._read(self._live))

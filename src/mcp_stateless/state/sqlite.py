@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .base import StateBundle, StateUnavailable, Versioned
-from .events import ChangeEventBus, Fanout, QueueSubscription
+from .events import ChangeEventBus, Fanout, SharedSubscription
 from .handles import HandleStore
 
 log = logging.getLogger("mcp_stateless.state")
@@ -175,29 +175,6 @@ def _published_since(last: int, c: sqlite3.Connection) -> list[tuple[Any, ...]]:
                      (last,)).fetchall()
 
 
-class _PolledSubscription:
-    """A reader of the shared file: `ready()` waits until this process's poller has its starting point,
-    so nothing published after the listen acknowledgement is missed."""
-
-    __slots__ = ("_bus", "_inner")
-
-    def __init__(self, bus: SqliteBus, inner: QueueSubscription[bytes]) -> None:
-        self._bus = bus
-        self._inner = inner
-
-    async def ready(self) -> None:
-        await self._bus.started()
-
-    async def get(self, timeout: float | None) -> bytes | None:
-        return await self._inner.get(timeout)
-
-    def put(self, payload: bytes) -> None:
-        self._inner.put(payload)
-
-    def close(self) -> None:
-        self._inner.close()
-
-
 class SqliteBus:
     """Topics through the shared SQLite file (`shared=True`) or this process only."""
 
@@ -230,8 +207,8 @@ class SqliteBus:
         except StateUnavailable as e:
             log.warning("a %s message was not shared with other processes: %s", topic, e.message)
 
-    def subscribe(self, topic: str) -> _PolledSubscription:
-        sub = _PolledSubscription(self, self._fanout.subscribe(topic))
+    def subscribe(self, topic: str) -> SharedSubscription:
+        sub = SharedSubscription(self._fanout.subscribe(topic), self.started)
         if self.shared and (self._poller is None or self._poller.done()):
             self._started = asyncio.Event()
             self._poller = asyncio.get_running_loop().create_task(self._poll(self._started))
