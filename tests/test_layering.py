@@ -32,7 +32,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "conformance": frozenset({"protocol"}),
     "state": frozenset({"protocol"}),
     "tasks": frozenset({"protocol", "state"}),
-    "server": frozenset({"protocol", "state", "tasks"}),
+    "server": frozenset({"protocol", "state", "tasks", "transports"}),
     "transports": frozenset({"protocol"}),
     "client": frozenset({"protocol"}),
     "auth": frozenset({"protocol"}),

@@ -413,8 +413,8 @@ async def test_task_required_without_a_task_runtime_is_refused_at_startup_and_fi
     async with Driver(app) as d:  # served without startup(): refused at the call, never run synchronously
         r = await d.call("tools/call", {"name": "job"})
         assert r.error["code"] == -32603
-        assert r.error["message"].startswith("tool 'job' is registered with task='required' but the app has no "
-                                             "task runtime")
+        assert r.error["message"].startswith("the server could not start: tool 'job' is registered with "
+                                             "task='required' but the app has no task runtime")
     app.enable_tasks(TaskRuntime())
     await app.startup()
     await app.aclose()

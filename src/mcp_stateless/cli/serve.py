@@ -231,10 +231,13 @@ def worker_transport() -> HttpTransport:
 
 
 def _transport(config: ServeConfig, app: App) -> HttpTransport:
+    from ..transports.health import health_routes
     from ..transports.serve_http import http_transport
 
+    routes = {**health_routes(app.readiness), **app.http_routes}  # the app's own routes may replace ours
     return http_transport(app, path=config.path, origin_policy=config.origin_policy(),
-                          max_body=config.max_body, instance=config.instance_name, legacy=_legacy(config, app))
+                          max_body=config.max_body, instance=config.instance_name, legacy=_legacy(config, app),
+                          routes=routes, middleware=app.http_middleware)
 
 
 def _legacy(config: ServeConfig, app: App) -> LegacyServer | None:

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..protocol.asgi import AsgiApp, Middleware
 from ..protocol.caching import CacheHint
 from ..protocol.endpoint import Call, ListenItem, Reply
 from ..protocol.envelope import MethodTable, Request
+from ..protocol.errors import McpError
 from ..protocol.mrtr import KeyRing
 from ..protocol.principal import (
     AnonymousAuthenticator,
@@ -33,6 +35,7 @@ from .catalog import Catalog, ListKind
 from .context import Context
 from .dispatch import Dispatcher, no_task_runtime
 from .handles import Handle
+from .lifespan import Lifespan, LifespanRunner
 from .listen import DEFAULT_MAX_SUBSCRIPTIONS, Listeners
 from .registry import DetachMode, Prompt, PromptArgument, TaskSupport, Tool, build_resource
 from .rounds import Rounds
@@ -40,7 +43,11 @@ from .taskcalls import AppToolHost
 
 __all__ = ["App", "PrincipalResolver"]
 
+if TYPE_CHECKING:
+    from ..transports.http import HttpTransport
+
 F = TypeVar("F", bound=Callable[..., Any])
+A = TypeVar("A", bound=AsgiApp)
 
 _NO_CALL = Call()
 
@@ -53,6 +60,11 @@ class App:
     ``(headers) -> id`` function) or ``authenticator`` says who is calling; transports apply it unless
     they are given their own. ``listen_max_subscriptions`` caps the ``resourceSubscriptions`` (and the
     ``taskIds``) of one listen stream; a larger filter is refused with -32602.
+
+    ``lifespan``: an async context manager factory called with the app (e.g. an ``@asynccontextmanager``
+    function) for what the process opens once and shares between requests; what it yields is
+    ``ctx.lifespan`` in every handler. It is entered once per process, when the first transport or
+    in-memory client starts the app, and exited when the last one closes it.
     """
 
     def __init__(
@@ -74,6 +86,7 @@ class App:
         supported_versions: tuple[str, ...] = MODERN_VERSIONS,
         tasks: TaskRuntime | None = None,
         state: StateBundle | None = None,
+        lifespan: Lifespan | None = None,
     ) -> None:
         self.name = name
         self.version = version
@@ -100,7 +113,8 @@ class App:
         )
         self.supported_versions = supported_versions
         self.catalog = Catalog(self._changed)
-        self.rounds = Rounds(key_ring, mrtr_ttl_s)
+        self.lifespan = LifespanRunner(lifespan)
+        self.rounds = Rounds(key_ring, mrtr_ttl_s, self.lifespan)
         self.listeners = Listeners(self.catalog, listen_keepalive_s, event_bus, listen_max_subscriptions)
         self._own_event_bus = event_bus is not None
         self._dispatch = Dispatcher(self)
@@ -109,6 +123,9 @@ class App:
         self.state: StateBundle | None = None
         self._handle_store: HandleStore | None = None
         self.tasks: TaskRuntime | None = None
+        # What HTTP serving adds around the MCP endpoint (`serve`, `asgi()`): exact-path routes and middleware.
+        self.http_routes: dict[str, AsgiApp] = {}
+        self.http_middleware: list[Middleware] = []
         if state is not None:
             self.use_state(state)
         if tasks is not None:
@@ -153,7 +170,7 @@ class App:
     # ------------------------------------------------------------------ tasks and state
     def enable_tasks(self, runtime: TaskRuntime) -> None:
         """Serve the Tasks extension (`io.modelcontextprotocol/tasks`) with tasks kept in `runtime.store`."""
-        runtime.attach(AppToolHost(self.catalog, lambda: self.handle_store, lambda: self.events))
+        runtime.attach(AppToolHost(self.catalog, lambda: self.handle_store, lambda: self.events, self.lifespan))
         self.tasks = self.listeners.tasks = runtime
         self.catalog.add_extension(TASKS_EXTENSION, runtime.methods())
         if self.state is not None:
@@ -339,22 +356,74 @@ class App:
     async def notify_resource_updated(self, uri: str) -> None:
         await self.events.publish(ChangeEvent("resource_updated", uri))
 
+    # ------------------------------------------------------------------ HTTP serving
+    def route(self, path: str) -> Callable[[A], A]:
+        """Answer `path` (exact, any method) with an ASGI app beside the MCP endpoint, wherever this app is
+        served over HTTP (`mcp-stateless serve --http`, `app.asgi()`): `@app.route("/version")` on an
+        `async def (scope, receive, send)`, or `app.route("/hello")(some_asgi_app)`."""
+        if not path.startswith("/"):
+            raise ValueError(f"a route path starts with '/': {path!r}")
+
+        def deco(handler: A) -> A:
+            self.http_routes[path] = handler
+            return handler
+
+        return deco
+
+    def add_middleware(self, middleware: Middleware) -> None:
+        """Wrap every HTTP request (routes included) in `middleware(asgi_app) -> asgi_app`; the first
+        added is outermost. Starlette's middleware classes fit with `functools.partial(Cls, **options)`."""
+        self.http_middleware.append(middleware)
+
+    def asgi(self, *, path: str | None = "/mcp", **options: Any) -> HttpTransport:
+        """This app as an ASGI application, with its routes and middleware: for uvicorn, or to mount in
+        FastAPI/Starlette (`api.mount("/mcp", app.asgi())`: the mount point is the endpoint; see
+        docs/mounting.md). `options` are `HttpTransport`'s (origin_policy, max_body, ...)."""
+        from ..transports.http import HttpTransport
+
+        return HttpTransport(self, path=path, routes=self.http_routes, middleware=self.http_middleware, **options)
+
+    async def readiness(self) -> list[str]:
+        """Why this process should not get traffic yet (empty: ready): not started, the state store
+        unreachable, or a shared store without an MRTR key."""
+        reasons: list[str] = []
+        if self.lifespan.users == 0:
+            reasons.append("not started")
+        if self.state is not None:
+            try:
+                await self.state.records.get("readiness", "probe")
+            except McpError as e:
+                reasons.append(f"state store unreachable: {e.message}")
+            if self.state.shared and self.key_ring is None:
+                reasons.append("no MRTR key configured for a state store shared by several instances")
+        return reasons
+
     # ------------------------------------------------------------------ the Endpoint
     async def startup(self) -> None:
-        """Start background work (the task lease sweeper). Transports call it; it is also started lazily."""
+        """Enter the lifespan (first start only) and start background work (the task lease sweeper).
+        Transports and the in-memory client call it, each pairing it with one `aclose()`."""
         if self.tasks is None:
             for tool in self.catalog.tools.values():
                 if tool.task == "required":
                     raise RuntimeError(no_task_runtime(tool.name))
+        await self.lifespan.start(self)
         self.listeners.closing = False
         if self.tasks is not None:
             self.tasks.ensure_started()
 
-    async def aclose(self) -> None:
-        """End every open listen stream gracefully (its final result), e.g. on shutdown."""
+    async def drain(self) -> None:
+        """Begin shutting down: every open listen stream ends gracefully (its final result) and this
+        instance's task runners hand their leases back; requests still running go on."""
         self.listeners.end_all()
         if self.tasks is not None:
             await self.tasks.aclose()
+
+    async def aclose(self) -> None:
+        """Close what `startup()` opened: once the last user closes, drain and exit the lifespan."""
+        if not self.lifespan.release():
+            return
+        await self.drain()
+        await self.lifespan.exit()
 
     async def handle(self, req: Request, call: Call = _NO_CALL) -> Reply:
         """Answer one validated request with its complete JSON-RPC response."""

@@ -153,6 +153,7 @@ class Context:
     loop: asyncio.AbstractEventLoop | None = None
     task_id: str | None = None  # set while the handler runs as a task (Tasks extension)
     cancelled: bool = False  # set when the request or task is cancelled: sync handlers poll it
+    lifespan: Any = None  # what `App(lifespan=...)` yielded (annotate it where used: `db: Db = ctx.lifespan`)
     _last_progress: float | None = None
     _used: set[str] = field(default_factory=set)
     _detach: Callable[[], Awaitable[None]] | None = None

@@ -14,6 +14,7 @@ from ..protocol.errors import McpError
 from ..protocol.mrtr import MRTR_METHODS, KeyRing, StateContext, check_input_responses, seal, unseal
 from ..state import HandleStore
 from .context import Context, InputRequired
+from .lifespan import LifespanRunner
 
 log = logging.getLogger("mcp_stateless")
 
@@ -21,9 +22,10 @@ log = logging.getLogger("mcp_stateless")
 class Rounds:
     """Opens and closes MRTR rounds with one key ring (generated on first use when none is configured)."""
 
-    def __init__(self, key_ring: KeyRing | None, ttl_s: float) -> None:
+    def __init__(self, key_ring: KeyRing | None, ttl_s: float, lifespan: LifespanRunner | None = None) -> None:
         self.key_ring = key_ring
         self.ttl_s = ttl_s
+        self.lifespan = lifespan
 
     def keys(self) -> KeyRing:
         if self.key_ring is None:
@@ -38,6 +40,8 @@ class Rounds:
         """The handler's context, with the answers and state this round continues from. The
         `StateContext` is None for a method that cannot ask the client (no MRTR)."""
         ctx = Context(req, call.principal, call.outbox, handles, loop=asyncio.get_running_loop())
+        if self.lifespan is not None:
+            ctx.lifespan = self.lifespan.value
         if req.method not in MRTR_METHODS:
             return ctx, None
         ctx.mrtr_allowed = True

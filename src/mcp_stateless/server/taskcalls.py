@@ -20,6 +20,7 @@ from ..tasks.runtime import TaskRuntime
 from .catalog import Catalog
 from .context import Context, InputRequired
 from .invoke import run_tool
+from .lifespan import LifespanRunner
 from .registry import Tool
 from .rounds import Rounds
 
@@ -72,12 +73,14 @@ async def call_as_task(runtime: TaskRuntime, rounds: Rounds, tool: Tool, req: Re
 class AppToolHost:
     """Runs an app's tools for its `TaskRuntime` (the runtime sees nothing else of the app)."""
 
-    __slots__ = ("_catalog", "_events", "_handles")
+    __slots__ = ("_catalog", "_events", "_handles", "_lifespan")
 
-    def __init__(self, catalog: Catalog, handles: Callable[[], HandleStore], events: Callable[[], EventBus]) -> None:
+    def __init__(self, catalog: Catalog, handles: Callable[[], HandleStore], events: Callable[[], EventBus],
+                 lifespan: LifespanRunner | None = None) -> None:
         self._catalog = catalog
         self._handles = handles
         self._events = events
+        self._lifespan = lifespan
 
     def retry_safe(self, tool: str) -> bool:
         found = self._catalog.tools.get(tool)
@@ -94,6 +97,8 @@ class AppToolHost:
         ctx = Context(req, Principal(rec.principal), None, self._handles(), dict(rec.answers), {}, True,
                       asyncio.get_running_loop())
         ctx.task_id = rec.task_id
+        if self._lifespan is not None:
+            ctx.lifespan = self._lifespan.value
         return await outcome(run_tool(tool, ctx, rec.arguments))
 
     async def publish(self, task_id: str) -> None:

@@ -13,13 +13,16 @@ Each request is authenticated before its body is read: a `Challenge` becomes its
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 import orjson
 
 from ..protocol import envelope, errors, sse
+from ..protocol.asgi import AsgiApp, Message, Middleware, Receive, Scope, Send
 from ..protocol.encoding import encode_message
 from ..protocol.endpoint import Call, Endpoint, KeepAlive, LegacyEndpoint, ListenEnd, ListenItem, authenticator_for
 from ..protocol.envelope import Notification, Rejection, Request
@@ -36,13 +39,10 @@ from ..protocol.principal import (
 )
 from ..protocol.security import OriginPolicy
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 INSTANCE_ENV = "MCP_STATELESS_INSTANCE"
+
+log = logging.getLogger("mcp_stateless.http")
 
 _LOOPBACK_ADDRS = frozenset({"127.0.0.1", "::1", "localhost"})
 
@@ -174,6 +174,13 @@ class HttpTransport:
     (browsers), so a deployment serving browsers names them (`OriginPolicy.public([...])`).
     `legacy`: the 2025-era branch (e.g. `LegacyServer(app)`); None refuses 2025 clients as a modern-only
     server does (`initialize` gets -32601, GET/DELETE 405).
+    `routes`: exact paths (relative to a mount) answered by other ASGI apps, any method.
+    `middleware`: ASGI middleware around every HTTP request (routes included), the first outermost.
+
+    Mounted under a prefix (Starlette's `Mount`, FastAPI's `mount`: `root_path` is set), the mount point
+    itself is the endpoint too. The endpoint is started (`startup()`) by the ASGI lifespan, or by the
+    first request where the host does not forward the lifespan to mounted apps (Starlette does not):
+    pass `lifespan=transport.lifespan` to the host app to also close it on shutdown.
     """
 
     def __init__(
@@ -186,8 +193,19 @@ class HttpTransport:
         max_body: int = DEFAULT_MAX_BODY,
         instance: str | None = None,
         legacy: LegacyEndpoint | None = None,
+        routes: Mapping[str, AsgiApp] | None = None,
+        middleware: Sequence[Middleware] = (),
     ) -> None:
         self.endpoint = endpoint
+        # Other ASGI apps answering exact paths (health, readiness, an app's own routes), before the endpoint.
+        self.routes: dict[str, AsgiApp] = dict(routes or {})
+        self._started: asyncio.Future[None] | None = None
+        self._running = False
+        # HTTP requests pass the middleware, the first given outermost; the lifespan goes straight to us.
+        entry: AsgiApp = self._serve
+        for wrap in reversed(middleware):
+            entry = wrap(entry)
+        self._entry = entry
         self.legacy = legacy
         self.authenticator = authenticator_for(endpoint, authenticator)
         # perf: with no authentication configured, skip the authenticator's coroutine on every request
@@ -209,20 +227,70 @@ class HttpTransport:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "http":
-            if self._instance_header is not None:
-                send = _with_header(send, self._instance_header)
-            await self._http(scope, receive, send)
+            await self._entry(scope, receive, send)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._instance_header is not None:
+            send = _with_header(send, self._instance_header)
+        if not self._running:
+            try:
+                await self._start()
+            except Exception as e:  # e.g. the lifespan could not open its database: say so, keep serving
+                log.exception("startup failed")
+                await _error(send, 500, None, McpError(errors.INTERNAL_ERROR, f"the server could not start: {e}"))
+                return
+        await self._http(scope, receive, send)
+
+    async def _start(self) -> None:
+        """Start the endpoint once, however many requests arrive first. Run in the caller's task (the
+        lifespan's), so a lifespan holding task-bound resources (an anyio task group) is entered and
+        exited in one task. A failure fails the requests waiting for it; the next one tries again."""
+        started = self._started
+        if started is not None:
+            await asyncio.shield(started)
+            return
+        started = self._started = asyncio.get_running_loop().create_future()
+        try:
+            await self.endpoint.startup()
+        except BaseException as e:
+            self._started = None
+            started.set_exception(e)
+            started.exception()  # retrieved: nobody else may be waiting
+            raise
+        started.set_result(None)
+        self._running = True
+
+    async def _stop(self) -> None:
+        if self._running:
+            self._running = False
+            self._started = None
+            await self.endpoint.aclose()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, _host: object = None) -> AsyncIterator[None]:
+        """The endpoint's startup and shutdown for a host app that mounts this transport:
+        `FastAPI(lifespan=transport.lifespan)`, `Starlette(..., lifespan=transport.lifespan)`."""
+        await self._start()
+        try:
+            yield
+        finally:
+            await self._stop()
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
             msg = await receive()
             if msg["type"] == "lifespan.startup":
-                await self.endpoint.startup()
+                try:
+                    await self._start()
+                except Exception as e:  # the server does not start: say why instead of a bare traceback
+                    log.exception("startup failed")
+                    await send({"type": "lifespan.startup.failed", "message": f"{type(e).__name__}: {e}"})
+                    return
                 await send({"type": "lifespan.startup.complete"})
             elif msg["type"] == "lifespan.shutdown":
-                await self.endpoint.aclose()
+                await self._stop()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -242,12 +310,16 @@ class HttpTransport:
                     *_json_headers(len(doc)), (b"access-control-allow-origin", b"*")]})
                 await send({"type": "http.response.body", "body": doc})
                 return
-        if self.path is not None:
+        if self.routes or self.path is not None:
             path = scope.get("path", "")
             root = scope.get("root_path", "")
-            if root and path.startswith(root):
+            if root and path.startswith(root):  # Starlette >= 0.35 keeps the full path beside root_path
                 path = path[len(root) :] or "/"
-            if path.rstrip("/") != self.path.rstrip("/"):
+            route = self.routes.get(path)
+            if route is not None:
+                await route(scope, receive, send)
+                return
+            if self.path is not None and path.rstrip("/") != self.path.rstrip("/") and not (root and path == "/"):
                 await _plain(send, 404, b"Not Found")
                 return
         raw = scope["headers"]

@@ -21,12 +21,14 @@ import asyncio
 import importlib.util
 import inspect
 import logging
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import uvicorn
 from uvicorn.supervisors import multiprocess
 
+from ..protocol.asgi import AsgiApp, Middleware
 from ..protocol.endpoint import Endpoint, LegacyEndpoint
 from ..protocol.principal import Authenticator
 from ..protocol.security import OriginPolicy
@@ -54,12 +56,15 @@ def http_transport(
     instance: str | None = None,
     authenticator: Authenticator | None = None,
     legacy: LegacyEndpoint | None = None,
+    routes: Mapping[str, AsgiApp] | None = None,
+    middleware: Sequence[Middleware] = (),
 ) -> HttpTransport:
     """An `HttpTransport` for `endpoint` whose listen streams `run` ends gracefully on shutdown
     (`authenticator`: None applies the endpoint's own, as `HttpTransport` does)."""
     _endpoints.append(endpoint)
     return HttpTransport(endpoint, authenticator=authenticator, path=path, origin_policy=origin_policy,
-                         max_body=max_body, instance=instance, legacy=legacy)
+                         max_body=max_body, instance=instance, legacy=legacy, routes=routes,
+                         middleware=middleware)
 
 
 class _Server(uvicorn.Server):
@@ -72,7 +77,7 @@ class _Server(uvicorn.Server):
 
     async def shutdown(self, sockets: Any = None) -> None:
         for endpoint in _endpoints:
-            await endpoint.aclose()
+            await endpoint.drain()  # listen streams end now; the lifespan shutdown closes after the drain
         await super().shutdown(sockets)
 
 

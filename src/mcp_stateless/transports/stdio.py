@@ -308,7 +308,7 @@ class StdioServer:
     async def shutdown(self) -> None:
         if self._legacy_session is not None:
             await self._legacy_session.aclose()
-        await self.endpoint.aclose()
+        await self.endpoint.drain()
         pending = [t for t, _ in self._inflight.values()]
         if pending:
             _done, still = await asyncio.wait(pending, timeout=self.drain_timeout)
@@ -316,6 +316,7 @@ class StdioServer:
                 t.cancel()
             if still:
                 await asyncio.wait(still, timeout=0.5)
+        await self.endpoint.aclose()  # after the drain: what the lifespan opened outlives every request
 
 
 def protect_stdout() -> int:
