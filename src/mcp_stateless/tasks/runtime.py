@@ -122,13 +122,22 @@ class TaskRuntime:
             await asyncio.wait(running, timeout=2.0)
 
     async def _sweep_forever(self) -> None:
+        unavailable = False  # one warning when the store goes, one line when it is back: not one a sweep
         while not self._closing:
             try:
                 for tid in await self.store.lapsed(time.time()):
                     if tid not in self._running:
                         await self._recover(tid)
+                if unavailable:
+                    unavailable = False
+                    log.info("task sweep resumed: the state store is reachable again")
             except StateUnavailable as e:
-                log.warning("task sweep skipped: %s", e)
+                if not unavailable:
+                    unavailable = True
+                    log.warning("task sweep paused until the state store is reachable (readiness reports it "
+                                "too): %s", e)
+                else:
+                    log.debug("task sweep skipped: %s", e)
             except Exception:
                 log.exception("task sweep failed")
             await asyncio.sleep(self.sweep_interval_s)
