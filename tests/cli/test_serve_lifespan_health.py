@@ -67,8 +67,9 @@ def test_two_workers_enter_it_once_each(tmp_path: Path) -> None:
 def test_stdio_enters_it_once_for_the_whole_process(tmp_path: Path) -> None:
     log = tmp_path / "lifespan.log"
     msgs = [body(i, "tools/call", {"name": "whoami", "arguments": {"label": str(i)}}) for i in range(1, 4)]
+    lines = b"".join(orjson.dumps(m) + b"\n" for m in msgs)
     r = subprocess.run([CLI, "serve", APP, "--stdio", "--state", "memory://"], cwd=ROOT, capture_output=True,
-                       timeout=30, env=env(LIFESPAN_LOG=str(log)), input=b"".join(orjson.dumps(m) + b"\n" for m in msgs))
+                       timeout=30, env=env(LIFESPAN_LOG=str(log)), input=lines)
     assert r.returncode == 0, r.stderr
     texts = sorted(orjson.loads(line)["result"]["content"][0]["text"] for line in r.stdout.splitlines())
     pid = texts[0].split(":")[0]

@@ -84,7 +84,7 @@ async def test_a_failing_lifespan_fails_the_start_and_counts_nobody() -> None:
         yield
 
     app = App("broken", lifespan=lifespan)
-    with pytest.raises(ConnectionRefusedError, match="database at 127.0.0.1:1 refused"):
+    with pytest.raises(ConnectionRefusedError, match=r"^database at 127\.0\.0\.1:1 refused$"):
         await app.startup()
     assert app.lifespan.users == 0 and not app.lifespan.running
     assert await app.readiness() == ["not started"]
