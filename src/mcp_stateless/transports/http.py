@@ -294,6 +294,14 @@ class HttpTransport:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
+    def _routed_here(self, scope: Scope, path: str) -> bool:
+        """A host app sent this request here: the root of a mount (`root_path` set, nothing after it), or
+        an exact route to this transport (Starlette names the matched endpoint in the scope; a match by
+        a Mount also sets `app_root_path`, and only the mount's root is ours)."""
+        if scope.get("root_path") and path == "/":
+            return True
+        return scope.get("endpoint") is self and "app_root_path" not in scope
+
     def _policy(self, scope: Scope) -> OriginPolicy:
         if self.origin_policy is not None:
             return self.origin_policy
@@ -319,7 +327,8 @@ class HttpTransport:
             if route is not None:
                 await route(scope, receive, send)
                 return
-            if self.path is not None and path.rstrip("/") != self.path.rstrip("/") and not (root and path == "/"):
+            if (self.path is not None and path.rstrip("/") != self.path.rstrip("/")
+                    and not self._routed_here(scope, path)):
                 await _plain(send, 404, b"Not Found")
                 return
         raw = scope["headers"]

@@ -1,0 +1,138 @@
+"""`app.asgi()` inside FastAPI and Starlette, written the way their users write it: the endpoint answers at
+the mount point (no 404), the exact-path route answers without a redirect, the app's lifespan runs with
+the host's (or on the first request when the host does not forward it), and the state is opened."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import socket
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+from fastapi import FastAPI
+from starlette.applications import Starlette
+from starlette.routing import Mount, Route
+
+from mcp_stateless import App, Client, Context, Handle, open_state
+
+ROOT = Path(__file__).resolve().parents[2]
+META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+def call(name: str, arguments: dict[str, Any], rid: int = 1) -> tuple[dict[str, Any], dict[str, str]]:
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json",
+               "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": name}
+    msg = {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+           "params": {"name": name, "arguments": arguments, "_meta": META}}
+    return msg, headers
+
+
+class Note(Handle, prefix="note", ttl=600, noun="note", issued_by="note"):
+    """A note kept in the app's state store."""
+
+
+def notes_app(events: list[str]) -> App:
+    @asynccontextmanager
+    async def lifespan(app: App) -> AsyncIterator[str]:
+        events.append("enter")
+        yield "db-1"
+        events.append("exit")
+
+    app = App("notes", lifespan=lifespan, state=open_state("memory://"))
+
+    @app.tool()
+    async def note(ctx: Context, text: str) -> str:
+        handle = await Note.mint(ctx, {"text": text})
+        return f"{ctx.lifespan}:{handle.id}"
+
+    return app
+
+
+def load_example() -> Any:
+    spec = importlib.util.spec_from_file_location("mounted_fastapi", ROOT / "examples" / "mounted_fastapi.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["mounted_fastapi"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+async def test_the_fastapi_example_serves_both_paths_without_a_redirect_and_runs_the_lifespan() -> None:
+    example = load_example()
+    async with example.api.router.lifespan_context(example.api):  # what uvicorn runs around the host app
+        assert example.notes.lifespan.value == {"greeting": "Hello"}
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=example.api),
+                                     base_url="http://127.0.0.1") as client:
+            for path in ("/mcp", "/mcp/"):
+                msg, headers = call("greet", {"name": "Ada"})
+                r = await client.post(path, json=msg, headers=headers)
+                assert r.status_code == 200, (path, r.status_code, r.headers.get("location"))
+                assert r.json()["result"]["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+            assert (await client.get("/hello")).json() == {"message": "a plain FastAPI route"}
+            assert (await client.post("/mcp/elsewhere", json=msg, headers=headers)).status_code == 404
+    assert example.notes.lifespan.value is None  # exited with the host
+
+
+async def test_fastapi_mount_alone_answers_at_the_mount_point_and_starts_on_the_first_request() -> None:
+    events: list[str] = []
+    notes = notes_app(events)
+    api = FastAPI()  # no lifespan handed over: FastAPI does not forward it to mounted apps
+    api.mount("/mcp", notes.asgi())
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=api), base_url="http://127.0.0.1") as client:
+        msg, headers = call("note", {"text": "hi"})
+        r = await client.post("/mcp/", json=msg, headers=headers)
+        assert r.status_code == 200
+        text = r.json()["result"]["content"][0]["text"]
+        assert text.startswith("db-1:")  # the lifespan ran on the first request
+        assert notes.state is not None
+        assert notes.handle_store is notes.state.handles  # minted in the state the app opened
+        assert text.split(":", 1)[1].startswith("note_")
+        # The bare prefix is Starlette's redirect to the mount (307 keeps the POST); followed, it answers.
+        r = await client.post("/mcp", json=msg, headers=headers)
+        assert (r.status_code, r.headers["location"]) == (307, "http://127.0.0.1/mcp/")
+        r = await client.post("/mcp", json=msg, headers=headers, follow_redirects=True)
+        assert r.status_code == 200 and r.json()["result"]["content"][0]["text"].startswith("db-1:")
+    assert events == ["enter"]  # once, however many requests
+
+
+async def test_starlette_route_and_mount_with_the_host_lifespan() -> None:
+    events: list[str] = []
+    notes = notes_app(events)
+    mcp = notes.asgi()
+    web = Starlette(routes=[Route("/tools/mcp", mcp), Mount("/v2", mcp)], lifespan=mcp.lifespan)
+    async with web.router.lifespan_context(web):
+        assert events == ["enter"]
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=web), base_url="http://127.0.0.1") as client:
+            for path in ("/tools/mcp", "/v2", "/v2/"):
+                msg, headers = call("note", {"text": path})
+                r = await client.post(path, json=msg, headers=headers, follow_redirects=path == "/v2")
+                assert r.status_code == 200, path
+                assert r.json()["result"]["content"][0]["text"].startswith("db-1:")
+    assert events == ["enter", "exit"]
+
+
+async def test_our_client_talks_to_the_mounted_endpoint_over_a_real_socket() -> None:
+    example = load_example()
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(example.api, log_level="warning", lifespan="on"))
+    task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
+    try:
+        for _ in range(200):
+            if server.started:
+                break
+            await asyncio.sleep(0.05)
+        assert server.started
+        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            assert (await client.call_tool("greet", {"name": "Bob"}))["content"][0]["text"] == "Hello, Bob!"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 15)
+        sock.close()
