@@ -91,6 +91,20 @@ def test_unreachable_server_exits_1() -> None:
     assert line.startswith("mcp-stateless: error: ")
 
 
+def test_a_url_without_the_endpoint_path_says_what_to_fix() -> None:
+    argv = [CLI, "serve", "examples/echo.py:app", "--http", "127.0.0.1:{port}", "--state", "memory://"]
+    with http_server(argv, "echo server", path="") as base:
+        r = cli("tools", base)
+        assert (r.returncode, r.stdout) == (1, "")
+        assert r.stderr.strip() == (f"mcp-stateless: error: nothing answers MCP at {base}/ (HTTP 404): check the "
+                                    f"URL's path; servers usually serve MCP at /mcp, e.g. {base}/mcp "
+                                    "(mcp-stateless serve does)")
+        r = cli("tools", base + "/api/mcp")
+        assert r.stderr.strip() == (f"mcp-stateless: error: nothing answers MCP at {base}/api/mcp (HTTP 404): "
+                                    "check the URL's path")
+        assert cli("tools", base + "/mcp").returncode == 0
+
+
 def test_listen_prints_changes_until_count() -> None:
     argv = [CLI, "serve", "examples/conformance_server.py:app", "--http", "127.0.0.1:{port}",
             "--log-level", "warning", "--state", "memory://"]

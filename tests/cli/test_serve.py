@@ -114,7 +114,9 @@ LOAD = "mcp-stateless: error: cannot load "
 
 @pytest.mark.parametrize(("app", "expected"), [
     ("nope/missing.py:app", LOAD + "'nope/missing.py:app': file nope/missing.py does not exist"),
-    ("no_such_module_xyz:app", LOAD + "'no_such_module_xyz:app': no module named 'no_such_module_xyz'"),
+    ("no_such_module_xyz:app", LOAD + "'no_such_module_xyz:app': no module named 'no_such_module_xyz' on the "
+     "import path. Give a file path (path/to/app.py:app), run from the directory that contains the module, or "
+     "add that directory to PYTHONPATH."),
     ("examples/echo.py:nothing", LOAD + "'examples/echo.py:nothing': examples/echo.py has no attribute 'nothing'"),
     ("examples/echo.py:__doc__", LOAD + "'examples/echo.py:__doc__': __doc__ is a str, not an mcp_stateless.App"),
     ("examples/echo.py:echo", LOAD + "'examples/echo.py:echo': calling echo() to build "

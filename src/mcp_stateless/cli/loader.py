@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
 import os
 import sys
 import traceback
@@ -42,10 +43,17 @@ def load_app(spec: str) -> App:
             _print_traceback(e)
             raise CliError(f"cannot load {spec!r}: {_describe(e)}") from None
     else:
+        # As uvicorn does: the working directory is on the path, so `serve notes:app` finds ./notes.py.
+        if os.getcwd() not in sys.path and "" not in sys.path:
+            sys.path.insert(0, os.getcwd())
         try:
             module = importlib.import_module(target)
         except ModuleNotFoundError as e:
-            raise CliError(f"cannot load {spec!r}: no module named {e.name!r}") from None
+            if e.name is not None and (target == e.name or target.startswith(e.name + ".")):
+                raise CliError(f"cannot load {spec!r}: no module named {e.name!r} on the import path. "
+                               + _NOT_ON_PATH) from None
+            _print_traceback(e)  # the module exists; something it imports does not
+            raise CliError(f"cannot load {spec!r}: {_describe(e)}") from None
         except Exception as e:
             _print_traceback(e)
             raise CliError(f"cannot load {spec!r}: {_describe(e)}") from None
@@ -64,8 +72,16 @@ def load_app(spec: str) -> App:
     return obj
 
 
+_NOT_ON_PATH = ("Give a file path (path/to/app.py:app), run from the directory that contains the module, or "
+                "add that directory to PYTHONPATH.")
+
+
 def _print_traceback(e: Exception) -> None:
-    """The user's own frames: the one-line summary alone does not say where in their code it broke."""
+    """The user's own frames: the one-line summary alone does not say where in their code it broke
+    (`--log-level debug`: every frame, the loader's and importlib's too)."""
+    if logging.getLogger("mcp_stateless").isEnabledFor(logging.DEBUG):
+        sys.stderr.write("".join(traceback.format_exception(e)))
+        return
     if isinstance(e, SyntaxError):
         return  # the summary names the file and line already
     tb = e.__traceback__
@@ -76,11 +92,19 @@ def _print_traceback(e: Exception) -> None:
         sys.stderr.write("".join(traceback.format_exception(type(e), e, tb)))
 
 
+_IMPORTLIB_DIR = os.path.dirname(importlib.__file__)
+
+
 def _is_user_frame(filename: str) -> bool:
-    return filename != __file__ and not filename.startswith("<frozen importlib")
+    return (filename != __file__ and not filename.startswith("<frozen importlib")
+            and os.path.dirname(filename) != _IMPORTLIB_DIR)
 
 
 def _describe(e: Exception) -> str:
     if isinstance(e, SyntaxError):
         return f"syntax error in {e.filename}, line {e.lineno}: {e.msg}"
+    if isinstance(e, ModuleNotFoundError) and e.name:
+        top = e.name.split(".")[0]
+        return (f"importing it raised ModuleNotFoundError: {e} (is {top!r} installed in this environment, "
+                f"{sys.prefix}? e.g. {Path(sys.executable).parent / 'pip'} install {top})")
     return f"importing it raised {type(e).__name__}: {e}"

@@ -94,6 +94,8 @@ class SseChannel:
             body = await resp.read()
             if resp.status in (401, 403):
                 raise AuthenticationError(resp.status, body, resp.headers)
+            if resp.status == 404:
+                raise ChannelError(not_found_hint(self.endpoint))
             raise ChannelError(f"HTTP+SSE GET answered HTTP {resp.status} {resp.content_type!r}: {body[:120]!r}")
         self._resp = resp
         self._reader = loop.create_task(self._read(resp))
@@ -164,3 +166,14 @@ class SseChannel:
             self._reader.cancel()
             with contextlib.suppress(BaseException):
                 await self._reader
+
+
+def not_found_hint(endpoint: Endpoint) -> str:
+    """What to fix when every way of reaching the server (server/discover, initialize, the 2024 HTTP+SSE
+    GET) met a 404: nearly always a URL without the endpoint's path."""
+    path = endpoint.target.split("?", 1)[0]
+    url = f"{endpoint.scheme}://{endpoint.host_header}{path}"
+    hint = f"nothing answers MCP at {url} (HTTP 404): check the URL's path"
+    if not path.rstrip("/").endswith("/mcp"):
+        hint += f"; servers usually serve MCP at /mcp, e.g. {url.rstrip('/')}/mcp (mcp-stateless serve does)"
+    return hint
