@@ -20,7 +20,7 @@ from ..protocol.security import LOOPBACK_HOSTS, OriginPolicy
 
 SERVE_CONFIG_ENV = "MCP_STATELESS_SERVE"
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
-# The edge limits' defaults (transports/edge.py, transports/serve_http.py), restated here so that parsing
+# The edge limits' defaults (transports/limits.py, transports/serve_http.py), restated here so that parsing
 # the command line imports no server code.
 DEFAULT_IDLE_TIMEOUT = 5.0
 DEFAULT_HEADER_TIMEOUT = 10.0

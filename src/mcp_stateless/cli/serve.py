@@ -214,7 +214,7 @@ def serve(config: ServeConfig) -> int:
     app = open_app(config)  # fail fast on a bad APP, even with several workers
     _check_port_free(config.host, config.port)
     from ..transports import serve_http
-    from ..transports.edge import EdgeLimits
+    from ..transports.limits import EdgeLimits
 
     limits = EdgeLimits(config.idle_timeout, config.header_timeout, config.body_timeout, config.max_connections)
     edge: dict[str, Any] = {"log_level": config.log_level, "limits": limits, "tool_threads": config.tool_threads}

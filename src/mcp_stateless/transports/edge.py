@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -34,21 +33,9 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from ..protocol import errors
 from ..protocol.errors import McpError
+from .limits import LIMITS_ATTR, EdgeLimits
 
 log = logging.getLogger("mcp_stateless.http")
-
-# uvicorn hands the Config to each protocol; the limits ride on it under this attribute (a plain
-# attribute survives the pickling that carries the Config to spawned worker processes).
-LIMITS_ATTR = "mcp_stateless_limits"
-
-
-@dataclass(frozen=True, slots=True)
-class EdgeLimits:
-    idle_timeout: float = 5.0
-    header_timeout: float = 10.0
-    body_timeout: float = 30.0
-    max_connections: int = 1000
-
 
 # What a connection is waiting for (ints: compared on every read).
 _IDLE = 0  # nothing: no request in progress, or the application is answering one

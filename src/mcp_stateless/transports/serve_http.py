@@ -32,8 +32,8 @@ from ..protocol.asgi import AsgiApp, Middleware
 from ..protocol.endpoint import Endpoint, LegacyEndpoint
 from ..protocol.principal import Authenticator
 from ..protocol.security import OriginPolicy
-from .edge import LIMITS_ATTR, EdgeLimits
 from .http import DEFAULT_MAX_BODY, HttpTransport
+from .limits import LIMITS_ATTR, EdgeLimits
 
 log = logging.getLogger("mcp_stateless.http")
 
