@@ -138,3 +138,17 @@ def test_redis_down_at_start_up_is_a_readiness_state(tmp_path: Path) -> None:
         _, stderr = proc.communicate(timeout=15)
     warnings = [line for line in stderr.splitlines() if "WARNING" in line]
     assert len(warnings) == 1 and "task sweep paused" in warnings[0], stderr
+
+
+def test_a_failing_lifespan_stops_serve_with_the_reason() -> None:
+    app = "tests/apps/failing_lifespan_app.py:app"
+    r = subprocess.run([CLI, "serve", app, "--stdio", "--state", "memory://"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=30, env=env(), input=orjson.dumps(body(1, "tools/list")).decode() + "\n")
+    assert (r.returncode, r.stdout) == (1, "")
+    assert "ERROR mcp_stateless.stdio: stdio: startup failed" in r.stderr
+    assert r.stderr.rstrip().endswith("ConnectionRefusedError: database at 127.0.0.1:5432 refused")
+    r = subprocess.run([CLI, "serve", app, "--http", "127.0.0.1:0", "--state", "memory://"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=30, env=env(), stdin=subprocess.DEVNULL)
+    assert r.returncode == 3  # uvicorn's "startup failed"
+    assert "ERROR mcp_stateless.http: startup failed" in r.stderr
+    assert "ERROR:    ConnectionRefusedError: database at 127.0.0.1:5432 refused" in r.stderr

@@ -271,12 +271,17 @@ class StdioServer:
         return None
 
     async def serve(self, reader: asyncio.StreamReader) -> bool:
-        """Answer lines until EOF. False (nothing read, nothing answered) when authentication refused."""
+        """Answer lines until EOF. False (nothing read, nothing answered) when authentication was refused
+        or the endpoint failed to start."""
         refusal = await self.authenticate()
         if refusal is not None:
             log.error("stdio: credentials refused (%d): %s", refusal.status, refusal.message)
             return False
-        await self.endpoint.startup()
+        try:
+            await self.endpoint.startup()
+        except Exception:  # e.g. the app's lifespan could not open its database: nothing is served
+            log.exception("stdio: startup failed")
+            return False
         lines = read_lines(reader, self.max_line)
         reading = asyncio.get_running_loop().create_task(self._read(lines))
         gone = asyncio.get_running_loop().create_task(self._gone.wait())
@@ -388,7 +393,7 @@ def serve_stdio(endpoint: Endpoint, out_fd: int | None = None, *, tool_threads: 
                 authenticator: Authenticator | None = None, max_inflight: int = DEFAULT_MAX_INFLIGHT,
                 legacy: LegacyEndpoint | None = None) -> int:
     """Serve `endpoint` on this process's stdin/stdout until stdin reaches EOF; the process is the server's.
-    Returns the exit status: 0, or 1 when the environment's credentials were refused.
+    Returns the exit status: 0, or 1 when the environment's credentials were refused or the endpoint failed to start.
 
     `out_fd` is the protocol output (from `protect_stdout()`, called here when not given). On EOF, open
     listen streams get their final result, requests still running get `drain_timeout` to finish, and the
