@@ -91,6 +91,10 @@ def test_healthz_readyz_routes_and_middleware(tmp_path: Path) -> None:
         mcp = post(url, body(1, "tools/call", {"name": "whoami"}))
         assert mcp.status_code == 200 and mcp.headers["x-served-by"] == str(proc.pid)  # and the endpoint
         assert httpx.get(base + "/nothing", timeout=10).status_code == 404
+        # A kubelet probe names the pod's address: the probes answer it, the MCP endpoint's Host check does not.
+        probe_host = {"host": "10.1.2.3:8000"}
+        assert httpx.get(base + "/readyz", headers=probe_host, timeout=10).status_code == 200
+        assert post(url, body(2, "tools/list"), **probe_host).status_code == 403
 
 
 def test_readyz_follows_redis_down_and_up_without_a_warning_per_second(tmp_path: Path) -> None:
