@@ -14,12 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import uvicorn
 from fastapi import FastAPI
 from starlette.applications import Starlette
 from starlette.routing import Mount, Route
 
 from mcp_stateless import App, Client, Context, Handle, open_state
+from mcp_stateless.client.errors import HttpStatusError
 
 ROOT = Path(__file__).resolve().parents[2]
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
@@ -117,21 +119,69 @@ async def test_starlette_route_and_mount_with_the_host_lifespan() -> None:
     assert events == ["enter", "exit"]
 
 
-async def test_our_client_talks_to_the_mounted_endpoint_over_a_real_socket() -> None:
-    example = load_example()
+async def serve_in_loop(asgi: Any) -> tuple[uvicorn.Server, asyncio.Task[None], socket.socket]:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(example.api, log_level="warning", lifespan="on"))
+    server = uvicorn.Server(uvicorn.Config(asgi, log_level="warning", lifespan="on"))
     task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
+    for _ in range(200):
+        if server.started:
+            break
+        await asyncio.sleep(0.05)
+    assert server.started
+    return server, task, sock
+
+
+async def test_our_client_talks_to_the_mounted_endpoint_over_a_real_socket() -> None:
+    example = load_example()
+    server, task, sock = await serve_in_loop(example.api)
     try:
-        for _ in range(200):
-            if server.started:
-                break
-            await asyncio.sleep(0.05)
-        assert server.started
-        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+        async with Client(f"http://127.0.0.1:{sock.getsockname()[1]}/mcp") as client:
             assert (await client.call_tool("greet", {"name": "Bob"}))["content"][0]["text"] == "Hello, Bob!"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 15)
+        sock.close()
+
+
+async def test_our_client_follows_the_mounts_redirect_once_and_stays(caplog: Any) -> None:
+    events: list[str] = []
+    notes = notes_app(events)
+    api = FastAPI()
+    api.mount("/mcp", notes.asgi())  # only the mount: /mcp is Starlette's 307 to /mcp/
+    server, task, sock = await serve_in_loop(api)
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+    try:
+        caplog.set_level("INFO", logger="mcp_stateless.client")
+        async with Client(url) as client:
+            for text in ("a", "b", "c"):
+                assert (await client.call_tool("note", {"text": text}))["content"][0]["text"].startswith("db-1:")
+        redirects = [r.getMessage() for r in caplog.records if r.getMessage().startswith("HTTP 307")]
+        assert redirects == [f"HTTP 307 from {url} to /mcp/: using that URL"]  # once, then the new URL
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 15)
+        sock.close()
+
+
+async def test_a_redirect_to_another_origin_is_not_followed() -> None:
+    seen: list[str] = []
+
+    async def elsewhere(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        seen.append(scope["path"])
+        await send({"type": "http.response.start", "status": 307,
+                    "headers": [(b"location", b"http://198.51.100.7/mcp"), (b"content-length", b"0")]})
+        await send({"type": "http.response.body", "body": b""})
+
+    server, task, sock = await serve_in_loop(elsewhere)
+    try:
+        with pytest.raises(HttpStatusError) as refused:
+            async with Client(f"http://127.0.0.1:{sock.getsockname()[1]}/mcp", probe_timeout=5) as client:
+                await client.list_tools()
+        assert refused.value.status == 307
+        assert seen and set(seen) == {"/mcp"}  # asked here only; nothing was replayed to the other origin
     finally:
         server.should_exit = True
         await asyncio.wait_for(task, 15)

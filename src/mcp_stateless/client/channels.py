@@ -130,6 +130,10 @@ class HttpExchange:
         await self._resp.aclose()
 
 
+# 307/308 keep the method and body (RFC 9110 15.4.8, 15.4.9): a POST may follow them, this many times.
+_MAX_REDIRECTS = 3
+
+
 class HttpChannel:
     """Streamable HTTP: each message is its own POST to one endpoint URL over a keep-alive pool. Every
     request (POST, GET, DELETE) passes `request`, where the `auth` hook signs it."""
@@ -187,8 +191,30 @@ class HttpChannel:
         self, message: Message, headers: Mapping[str, str] | None = None, *, timeout: float | None = -1.0
     ) -> HttpExchange:
         hdrs = {**self.base_headers, **headers} if headers else dict(self.base_headers)
-        resp = await self.request("POST", self.endpoint, hdrs, orjson.dumps(message), timeout=timeout)
+        body = orjson.dumps(message)
+        resp = await self.request("POST", self.endpoint, hdrs, body, timeout=timeout)
+        hops = 0
+        while resp.status in (307, 308) and hops < _MAX_REDIRECTS:
+            target = self._same_origin(resp.headers.get("location"))
+            if target is None:
+                break
+            await resp.read()  # the connection goes back to the pool
+            # A mount that redirects /mcp to /mcp/ (Starlette) keeps doing so: ask there from now on.
+            log.info("HTTP %d from %s to %s: using that URL", resp.status, self.key, target.target)
+            self.endpoint = target
+            hops += 1
+            resp = await self.request("POST", target, hdrs, body, timeout=timeout)
         return HttpExchange(resp)
+
+    def _same_origin(self, location: str | None) -> Endpoint | None:
+        """Where a 307/308 points, if on this origin (credentials are never replayed to another one)."""
+        if not location:
+            return None
+        try:
+            target = self.endpoint.resolve(location)
+        except ValueError:
+            return None
+        return target if target.key == self.endpoint.key else None
 
     async def send(self, message: Message, headers: Mapping[str, str] | None = None) -> int:
         """POST a notification or response; returns the HTTP status (202 expected)."""
