@@ -378,7 +378,7 @@ class App:
     def asgi(self, *, path: str | None = "/mcp", **options: Any) -> HttpTransport:
         """This app as an ASGI application, with its routes and middleware: for uvicorn, or to mount in
         FastAPI/Starlette (`api.mount("/mcp", app.asgi())`: the mount point is the endpoint; see
-        docs/mounting.md). `options` are `HttpTransport`'s (origin_policy, max_body, ...)."""
+        docs/serving.md). `options` are `HttpTransport`'s (origin_policy, max_body, ...)."""
         from ..transports.http import HttpTransport
 
         return HttpTransport(self, path=path, routes=self.http_routes, middleware=self.http_middleware, **options)
