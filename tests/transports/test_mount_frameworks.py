@@ -186,3 +186,29 @@ async def test_a_redirect_to_another_origin_is_not_followed() -> None:
         server.should_exit = True
         await asyncio.wait_for(task, 15)
         sock.close()
+
+
+async def test_a_starlette_middleware_class_wraps_the_endpoint_through_add_middleware() -> None:
+    import functools
+
+    from starlette.middleware.cors import CORSMiddleware
+
+    from mcp_stateless import OriginPolicy
+
+    app = App("cors")
+
+    @app.tool()
+    async def ping() -> str:
+        return "pong"
+
+    app.add_middleware(functools.partial(CORSMiddleware, allow_origins=["https://app.example.com"],
+                                         allow_methods=["POST"], allow_headers=["*"]))
+    asgi = app.asgi(origin_policy=OriginPolicy.public(["https://app.example.com"]))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi), base_url="http://127.0.0.1") as client:
+        r = await client.options("/mcp", headers={"origin": "https://app.example.com",
+                                                  "access-control-request-method": "POST"})
+        assert r.status_code == 200 and r.headers["access-control-allow-origin"] == "https://app.example.com"
+        msg, headers = call("ping", {})
+        r = await client.post("/mcp", json=msg, headers={**headers, "origin": "https://app.example.com"})
+        assert r.status_code == 200 and r.json()["result"]["content"] == [{"type": "text", "text": "pong"}]
+        assert r.headers["access-control-allow-origin"] == "https://app.example.com"
