@@ -10,8 +10,8 @@ turn the session into a 404.
 from __future__ import annotations
 
 import contextlib
-import json
 import importlib.util
+import json
 import os
 import signal
 import subprocess
