@@ -66,13 +66,16 @@ class LegacyServer:
     `stream_ttl_s`: how long a call's stream, or an event of the GET streams, can be resumed
     (`Last-Event-ID`) after it was sent; `get_log_max`: how many GET-stream events are kept at most;
     `heartbeat_s`: how often a running call says it is alive (a call silent for 5 beats is taken for
-    dead, its instance gone: a client resuming its stream gets an error response instead of waiting)."""
+    dead, its instance gone: a client resuming its stream gets an error response instead of waiting);
+    `json_within_s`: a call that finishes this quickly without sending anything is answered as JSON."""
 
     def __init__(self, app: App, *, session_ttl_s: float = 24 * 3600.0, request_timeout_s: float = 300.0,
                  keepalive_s: float | None = None, versions: tuple[str, ...] = SERVED_VERSIONS,
-                 stream_ttl_s: float = 600.0, get_log_max: int = 10_000, heartbeat_s: float = 2.0) -> None:
+                 stream_ttl_s: float = 600.0, get_log_max: int = 10_000, heartbeat_s: float = 2.0,
+                 json_within_s: float = 0.25) -> None:
         self.stream_ttl_s = stream_ttl_s
         self.heartbeat_s = heartbeat_s
+        self.json_within_s = json_within_s
         self.get_log_max = get_log_max
         self.app = app
         self.session_ttl_s = session_ttl_s
@@ -83,7 +86,7 @@ class LegacyServer:
         self._running: set[asyncio.Future[None]] = set()
         # Exchanges by (kind, HTTP status): this era's own counters, for the metrics exporter to read.
         self.counters: collections.Counter[tuple[str, int]] = collections.Counter()
-        self._calls: dict[tuple[str, Any], asyncio.Future[None]] = {}  # this instance's streamed calls
+        self._calls: dict[tuple[str, Any], asyncio.Future[Any]] = {}  # this instance's streamed calls
         self._cancel_reader: asyncio.Future[None] | None = None
         # Every change event published through this app, on this instance, is logged once for the GET
         # streams of every instance (publishers log; readers only read).
@@ -243,23 +246,32 @@ class LegacyServer:
             def start(outbox: _StreamOutbox) -> Awaitable[dict[str, Any]]:
                 return bridge.run(self.app, peer, session, state, req, principal, outbox, headers)
 
-            return LegacyAnswer(200, stream=await self._call_stream(start, session, req.id))
+            return await self._call(start, session, req.id)
         message = await bridge.run(self.app, peer, session, state, req, principal, outbox, headers)
         return LegacyAnswer(200, message)
 
-    async def _call_stream(self, start: Callable[[_StreamOutbox], Awaitable[dict[str, Any]]],
-                           session: Session, request_id: Any) -> AsyncGenerator[LegacyItem, None]:
-        streams = self.streams
-        stream = await streams.open(session, request_id)
+    async def _call(self, start: Callable[[_StreamOutbox], Awaitable[dict[str, Any]]],
+                    session: Session, request_id: Any) -> LegacyAnswer:
+        """Run a call that may notify or ask its client. One that finishes within `json_within_s` without
+        sending anything is answered as plain JSON (nothing logged: most calls cost no store write); any
+        other answers on a resumable SSE stream, logged from its first message on."""
         outbox = _StreamOutbox()
         await self._watch_cancellations()
-        producer = asyncio.ensure_future(_produce(start, outbox, streams, stream))
+        task = asyncio.ensure_future(start(outbox))
+        task.add_done_callback(lambda _t: outbox.wake())
+        key = (session.key, request_id)
+        self._calls[key] = task  # cancelling the handler ends the stream without a response
+        task.add_done_callback(lambda t: self._calls.pop(key, None) if self._calls.get(key) is t else None)
+        if not outbox.busy() and not task.done():
+            await outbox.wait(self.json_within_s)
+        if task.done() and not task.cancelled() and not outbox.busy():
+            return LegacyAnswer(200, task.result())
+        streams = self.streams
+        stream = await streams.open(session, request_id)
+        producer = asyncio.ensure_future(_produce(task, outbox, streams, stream))
         self._running.add(producer)  # keep a reference until it is done
         producer.add_done_callback(self._running.discard)
-        key = (session.key, request_id)
-        self._calls[key] = producer
-        producer.add_done_callback(lambda t: self._calls.pop(key, None) if self._calls.get(key) is t else None)
-        return self._live(streams, stream, outbox.closed)
+        return LegacyAnswer(200, stream=self._live(streams, stream, outbox.closed))
 
     # ------------------------------------------------------------------ cancellation, on any instance
     async def _cancel(self, session: Session, request_id: Any) -> None:
@@ -415,6 +427,11 @@ class _StreamOutbox:
         """End the client's connection now (SEP-1699 polling); the call goes on, and the client resumes
         with `Last-Event-ID`."""
         self.closed.set()
+        self.wake()
+
+    def busy(self) -> bool:
+        """Whether the call has said anything yet (a message, or closing its stream)."""
+        return bool(self.pending) or self.closed.is_set()
 
     def emit(self, message: dict[str, Any]) -> None:
         self.pending.append(message)
@@ -425,20 +442,28 @@ class _StreamOutbox:
         if w is not None and not w.done():
             w.set_result(None)
 
-    async def wait(self) -> None:
-        self._wake = asyncio.get_running_loop().create_future()
+    async def wait(self, timeout: float | None = None) -> None:
+        """Until the next `wake()` (a message, the stream closed, the call done), or `timeout` seconds."""
+        loop = asyncio.get_running_loop()
+        self._wake = wake = loop.create_future()
+        timer = None if timeout is None else loop.call_later(timeout, _wake_up, wake)
         try:
-            await self._wake
+            await wake
         finally:
             self._wake = None
+            if timer is not None:
+                timer.cancel()
 
 
-async def _produce(start: Callable[[_StreamOutbox], Awaitable[dict[str, Any]]], outbox: _StreamOutbox,
-                   log: StreamLog, stream: str) -> None:
-    """Run one call, appending each message it sends and then its response to the stream's log. Runs
-    as a task of its own, so a dropped connection neither loses its messages nor cancels it."""
-    task = asyncio.ensure_future(start(outbox))
-    task.add_done_callback(lambda _t: outbox.wake())
+def _wake_up(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+async def _produce(task: asyncio.Future[dict[str, Any]], outbox: _StreamOutbox, log: StreamLog,
+                   stream: str) -> None:
+    """Append each message the running call `task` sends, and then its response, to the stream's log.
+    Runs as a task of its own, so a dropped connection neither loses its messages nor cancels the call."""
     heart = asyncio.ensure_future(_heartbeat(log, stream))
     seq = 0
     try:
