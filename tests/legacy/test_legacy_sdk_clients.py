@@ -113,6 +113,38 @@ def test_python_mcp_client_in_auto_mode_lands_modern() -> None:
     assert out["askTwice"] == "Py then yes"
 
 
+MCP1_PY = ROOT / ".cache" / "venv-mcp-1.30.0" / "bin" / "python"
+MCP1_SCRIPT = Path(__file__).parent / "py" / "mcp1_client.py"
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+def test_python_mcp1_client_session(transport: str) -> None:
+    """`mcp` 1.x's `ClientSession` (2025-only: it cannot speak 2026-07-28) through a whole session."""
+    need(MCP1_PY, "the mcp 1.30.0 venv")
+    with target(transport) as args:
+        done = subprocess.run([str(MCP1_PY), str(MCP1_SCRIPT), *args], cwd=ROOT, capture_output=True, text=True,
+                              timeout=90)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["version"] == "2025-11-25" and out["server"] == "legacy-tests"
+    if transport == "http":
+        assert out["sessionId"].startswith("s1.")
+    assert {"greet", "ask_name", "ask_twice", "touch"} <= set(out["tools"])
+    assert out["greet"] == "Hello, Ann!"
+    assert out["askName"] == "Hello, Py1 (accept)"
+    assert out["askTwice"] == "Py1 then one"
+    assert out["asked"] == ["What is your name?", "First?"]
+    assert out["sampled"] == ["Say something"]
+    assert out["roots"] == "1 roots"
+    assert out["chatty"] == "done"
+    assert out["logs"] == ["info line", "error line"]  # setLevel info: the debug line is not sent
+    assert out["progress"] == [1.0, 2.0]
+    assert out["read"] == "watched content"
+    assert out["updated"] == ["test://watched"]
+    assert out["toolsChanged"] >= 1
+    assert out["ping"] == {"meta": None}
+
+
 INSPECTOR = ROOT / "tools" / "node" / "node_modules" / "@modelcontextprotocol" / "inspector" / "clients" / "launcher" \
     / "build" / "index.js"
 
