@@ -107,7 +107,8 @@ def test_initialize_negotiates_and_lists_on_the_other_instance(pair: tuple[str, 
                         headers=headers(sid))
     # A quick call that sends nothing before its result is answered as JSON (nothing to resume).
     assert called.headers["content-type"] == "application/json"
-    assert called.json() == {"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": "Hello, Ann!"}]}}
+    greeting = {"content": [{"type": "text", "text": "Hello, Ann!"}]}
+    assert called.json() == {"jsonrpc": "2.0", "id": 3, "result": greeting}
 
 
 @pytest.mark.parametrize(("asked", "settled"), [("2025-06-18", "2025-06-18"), ("2025-03-26", "2025-03-26"),
