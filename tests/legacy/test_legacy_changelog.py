@@ -78,3 +78,21 @@ async def test_only_the_get_streams_kinds_are_logged_and_every_event_is_still_pu
         ChangeEvent("task", "t1"), ChangeEvent("prompts"), ChangeEvent("resource_updated", "x://1")]
     assert await log.head() == 2
     assert await log.get(1) == ChangeEvent("prompts")
+
+
+async def test_the_tap_survives_a_state_bound_after_the_legacy_server() -> None:
+    from mcp_stateless import App
+    from mcp_stateless.server.legacy import LegacyServer
+
+    app = App("tap")
+    legacy = LegacyServer(app)
+    bundle = open_state("memory://")
+    app.use_state(bundle)  # replaces the event bus: the tap is applied to the new one
+    sub = app.events.subscribe()
+    await app.notify_tools_changed()
+    assert await sub.get(1) == ChangeEvent("tools")
+    assert await legacy.change_log.head() == 1
+    assert await ChangeLog(bundle.records, 60, 10).get(1) == ChangeEvent("tools")
+    LegacyServer(app)  # a second branch on the same app replaces the tap rather than logging twice
+    await app.notify_prompts_changed()
+    assert await legacy.change_log.head() == 2
