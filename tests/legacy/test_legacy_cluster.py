@@ -289,3 +289,19 @@ def test_a_killed_instances_streams_resume_on_the_others(cluster: tuple[str, lis
         if victim.proc is None or victim.proc.poll() is not None:
             victim.start()
             victim.wait()
+
+
+def test_mcp_remote_through_the_balancer(cluster: tuple[str, list[Instance]], tmp_path: Path) -> None:
+    """mcp-remote's session spread over three instances: its elicitation and sampling answers, GET stream
+    and list changes land wherever nginx sends them."""
+    from test_legacy_sdk_clients import MCP_REMOTE, NODE, need, run_ts  # type: ignore[import-not-found]
+
+    need(MCP_REMOTE, "mcp-remote")
+    url, _ = cluster
+    out: dict[str, Any] = run_ts(["stdio", str(NODE), str(MCP_REMOTE), url, "--allow-http"], home=tmp_path)
+    assert out["era"] == "2025-11-25"
+    assert out["askName"] == "Hello, Alice (accept)"
+    assert out["askTwice"] == "Alice then sampled"
+    assert out["logs"] == ["info line", "error line"]
+    assert out["updated"] == ["test://watched"]
+    assert out["toolsChanged"] >= 1
