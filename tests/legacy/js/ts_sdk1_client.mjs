@@ -48,6 +48,7 @@ out.capabilities = client.getServerCapabilities();
 const text = (r) => r.content.filter((c) => c.type === 'text').map((c) => c.text).join('');
 out.tools = (await client.listTools()).tools.map((t) => t.name).sort();
 out.greet = text(await client.callTool({ name: 'greet', arguments: { name: 'Ann' } }));
+out.era = text(await client.callTool({ name: 'era', arguments: {} }));
 out.askName = text(await client.callTool({ name: 'ask_name', arguments: {} }));
 out.askTwice = text(await client.callTool({ name: 'ask_twice', arguments: {} }));
 out.roots = text(await client.callTool({ name: 'roots_count', arguments: {} }));

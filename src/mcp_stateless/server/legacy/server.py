@@ -36,8 +36,10 @@ from ...protocol.legacy import (
 from ...protocol.mrtr import MRTR_METHODS
 from ...protocol.principal import Principal
 from ...state import StateBundle
+from ...state.events import ChangeEvent
 from ..context import Context
 from . import bridge
+from .changelog import GET_STREAM, ChangeLog, LoggedEvents
 from .peer import Peer
 from .sessions import Session, Sessions, SessionState
 from .streams import StreamLog, parse_event_id
@@ -61,12 +63,20 @@ CANCEL_TOPIC = "legacy-cancel"  # messages a slow client may fall behind on one 
 class LegacyServer:
     """Serves 2025-era clients from `app`'s handlers. `session_ttl_s`: how long a session id stays
     valid; `request_timeout_s`: how long a call waits for a client's answer to a server->client request;
-    `stream_ttl_s`: how long a call's stream can be resumed (`Last-Event-ID`) after its last message."""
+    `stream_ttl_s`: how long a call's stream, or an event of the GET streams, can be resumed
+    (`Last-Event-ID`) after it was sent; `get_log_max`: how many GET-stream events are kept at most;
+    `heartbeat_s`: how often a running call says it is alive (a call silent for 5 beats is taken for
+    dead, its instance gone: a client resuming its stream gets an error response instead of waiting);
+    `json_within_s`: a call that finishes this quickly without sending anything is answered as JSON."""
 
     def __init__(self, app: App, *, session_ttl_s: float = 24 * 3600.0, request_timeout_s: float = 300.0,
                  keepalive_s: float | None = None, versions: tuple[str, ...] = SERVED_VERSIONS,
-                 stream_ttl_s: float = 600.0) -> None:
+                 stream_ttl_s: float = 600.0, get_log_max: int = 10_000, heartbeat_s: float = 2.0,
+                 json_within_s: float = 0.25) -> None:
         self.stream_ttl_s = stream_ttl_s
+        self.heartbeat_s = heartbeat_s
+        self.json_within_s = json_within_s
+        self.get_log_max = get_log_max
         self.app = app
         self.session_ttl_s = session_ttl_s
         self.request_timeout_s = request_timeout_s
@@ -76,8 +86,11 @@ class LegacyServer:
         self._running: set[asyncio.Future[None]] = set()
         # Exchanges by (kind, HTTP status): this era's own counters, for the metrics exporter to read.
         self.counters: collections.Counter[tuple[str, int]] = collections.Counter()
-        self._calls: dict[tuple[str, Any], asyncio.Future[None]] = {}  # this instance's streamed calls
+        self._calls: dict[tuple[str, Any], asyncio.Future[Any]] = {}  # this instance's streamed calls
         self._cancel_reader: asyncio.Future[None] | None = None
+        # Every change event published through this app, on this instance, is logged once for the GET
+        # streams of every instance (publishers log; readers only read).
+        app.tap_events("legacy-get-log", lambda bus: LoggedEvents(bus, lambda: self.change_log))
 
     # ------------------------------------------------------------------ shared parts, read per use
     def _state(self) -> StateBundle:
@@ -97,7 +110,11 @@ class LegacyServer:
     @property
     def streams(self) -> StreamLog:
         keepalive = self.keepalive_s if self.keepalive_s is not None else self.app.listen_keepalive_s
-        return StreamLog(self._state().records, self._state().bus, self.stream_ttl_s, keepalive)
+        return StreamLog(self._state().records, self._state().bus, self.stream_ttl_s, keepalive, self.heartbeat_s)
+
+    @property
+    def change_log(self) -> ChangeLog:
+        return ChangeLog(self._state().records, self.stream_ttl_s, self.get_log_max)
 
     @property
     def peer(self) -> Peer:
@@ -229,23 +246,32 @@ class LegacyServer:
             def start(outbox: _StreamOutbox) -> Awaitable[dict[str, Any]]:
                 return bridge.run(self.app, peer, session, state, req, principal, outbox, headers)
 
-            return LegacyAnswer(200, stream=await self._call_stream(start, session, req.id))
+            return await self._call(start, session, req.id)
         message = await bridge.run(self.app, peer, session, state, req, principal, outbox, headers)
         return LegacyAnswer(200, message)
 
-    async def _call_stream(self, start: Callable[[_StreamOutbox], Awaitable[dict[str, Any]]],
-                           session: Session, request_id: Any) -> AsyncGenerator[LegacyItem, None]:
-        streams = self.streams
-        stream = await streams.open(session)
+    async def _call(self, start: Callable[[_StreamOutbox], Awaitable[dict[str, Any]]],
+                    session: Session, request_id: Any) -> LegacyAnswer:
+        """Run a call that may notify or ask its client. One that finishes within `json_within_s` without
+        sending anything is answered as plain JSON (nothing logged: most calls cost no store write); any
+        other answers on a resumable SSE stream, logged from its first message on."""
         outbox = _StreamOutbox()
         await self._watch_cancellations()
-        producer = asyncio.ensure_future(_produce(start, outbox, streams, stream))
+        task = asyncio.ensure_future(start(outbox))
+        task.add_done_callback(lambda _t: outbox.wake())
+        key = (session.key, request_id)
+        self._calls[key] = task  # cancelling the handler ends the stream without a response
+        task.add_done_callback(lambda t: self._calls.pop(key, None) if self._calls.get(key) is t else None)
+        if not outbox.busy() and not task.done():
+            await outbox.wait(self.json_within_s)
+        if task.done() and not task.cancelled() and not outbox.busy():
+            return LegacyAnswer(200, task.result())
+        streams = self.streams
+        stream = await streams.open(session, request_id)
+        producer = asyncio.ensure_future(_produce(task, outbox, streams, stream))
         self._running.add(producer)  # keep a reference until it is done
         producer.add_done_callback(self._running.discard)
-        key = (session.key, request_id)
-        self._calls[key] = producer
-        producer.add_done_callback(lambda t: self._calls.pop(key, None) if self._calls.get(key) is t else None)
-        return self._live(streams, stream, outbox.closed)
+        return LegacyAnswer(200, stream=self._live(streams, stream, outbox.closed))
 
     # ------------------------------------------------------------------ cancellation, on any instance
     async def _cancel(self, session: Session, request_id: Any) -> None:
@@ -308,43 +334,67 @@ class LegacyServer:
     async def _resume(self, session: Session, last_event_id: str) -> LegacyAnswer:
         """A GET with `Last-Event-ID`: the rest of that stream, on whichever instance."""
         parsed = parse_event_id(last_event_id)
+        if parsed is not None and parsed[0] == GET_STREAM:
+            return LegacyAnswer(200, stream=self.events(session, after=parsed[1]))
         streams = self.streams
-        if parsed is None or await streams.owner(parsed[0]) != session.key.encode():
+        owner = None if parsed is None else await streams.owner(parsed[0])
+        if parsed is None or owner is None or owner.get("s") != session.key:
             return _rejected(Rejection(400, None, McpError(
                 errors.INVALID_REQUEST, "Last-Event-ID names no stream of this session (it may have expired)")))
         return LegacyAnswer(200, stream=streams.replay(*parsed))
 
     # ------------------------------------------------------------------ the GET stream
-    async def events(self, session: Session) -> AsyncGenerator[LegacyItem, None]:
-        sub = self.app.events.subscribe()
+    async def events(self, session: Session, after: int | None = None) -> AsyncGenerator[LegacyItem, None]:
+        """The standalone GET stream: list changes and the session's resource updates, read from the shared
+        change log (ids ``get:<n>``) from `after` on, or from now on when None."""
+        sub = self.app.events.subscribe()  # its wake-ups come after the log entry was written
         keepalive = self.keepalive_s if self.keepalive_s is not None else self.app.listen_keepalive_s
+        log = self.change_log
         try:
             await sub.ready()
-            yield KEEPALIVE  # subscribed: the transport sends the headers only now
+            head = await log.head()
+            position = head if after is None else min(after, head)  # an id beyond the head: the log was reset
+            # priming: a client that sees no event before it reconnects still resumes from here
+            yield SseEvent(None, id=f"{GET_STREAM}:{position}", retry=RETRY_MS)
             while True:
-                event = await sub.get(keepalive)
-                if event is None:
-                    yield KEEPALIVE
-                    continue
-                if event.kind == "end":
-                    return
-                notify = _LIST_CHANGED.get(event.kind)
-                if notify is not None:
-                    yield SseEvent({"jsonrpc": "2.0", "method": notify})
-                elif event.kind == "resource_updated" and event.uri is not None:
-                    state = await self.sessions.state(session)
-                    if state.deleted:
+                while (entry := await log.next_after(position)) is not None:
+                    position, change = entry
+                    try:
+                        message = await self._notification(session, change)
+                    except _SessionEnded:
                         return
-                    if event.uri in state.subscriptions:
-                        yield SseEvent({"jsonrpc": "2.0", "method": "notifications/resources/updated",
-                                        "params": {"uri": event.uri}})
+                    if message is not None:
+                        yield SseEvent(message, id=f"{GET_STREAM}:{position}")
+                woke = await sub.get(keepalive)
+                if woke is None:
+                    yield KEEPALIVE
+                elif woke.kind == "end":
+                    return
         finally:
             sub.close()
+
+    async def _notification(self, session: Session, event: ChangeEvent) -> dict[str, Any] | None:
+        """What `event` means to this session: a notification, or None (not its concern); raises
+        `_SessionEnded` when the session was terminated meanwhile."""
+        notify = _LIST_CHANGED.get(event.kind)
+        if notify is not None:
+            return {"jsonrpc": "2.0", "method": notify}
+        if event.kind == "resource_updated" and event.uri is not None:
+            state = await self.sessions.state(session)
+            if state.deleted:
+                raise _SessionEnded
+            if event.uri in state.subscriptions:
+                return {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": event.uri}}
+        return None
 
     def stdio_session(self, principal: Principal, write: Callable[[dict[str, Any]], None]) -> StdioSession:
         from .stdio import LegacyStdioSession
 
         return LegacyStdioSession(self, principal, write)
+
+
+class _SessionEnded(Exception):
+    pass
 
 
 def close_stream(ctx: Context) -> bool:
@@ -377,6 +427,11 @@ class _StreamOutbox:
         """End the client's connection now (SEP-1699 polling); the call goes on, and the client resumes
         with `Last-Event-ID`."""
         self.closed.set()
+        self.wake()
+
+    def busy(self) -> bool:
+        """Whether the call has said anything yet (a message, or closing its stream)."""
+        return bool(self.pending) or self.closed.is_set()
 
     def emit(self, message: dict[str, Any]) -> None:
         self.pending.append(message)
@@ -387,20 +442,29 @@ class _StreamOutbox:
         if w is not None and not w.done():
             w.set_result(None)
 
-    async def wait(self) -> None:
-        self._wake = asyncio.get_running_loop().create_future()
+    async def wait(self, timeout: float | None = None) -> None:
+        """Until the next `wake()` (a message, the stream closed, the call done), or `timeout` seconds."""
+        loop = asyncio.get_running_loop()
+        self._wake = wake = loop.create_future()
+        timer = None if timeout is None else loop.call_later(timeout, _wake_up, wake)
         try:
-            await self._wake
+            await wake
         finally:
             self._wake = None
+            if timer is not None:
+                timer.cancel()
 
 
-async def _produce(start: Callable[[_StreamOutbox], Awaitable[dict[str, Any]]], outbox: _StreamOutbox,
-                   log: StreamLog, stream: str) -> None:
-    """Run one call, appending each message it sends and then its response to the stream's log. Runs
-    as a task of its own, so a dropped connection neither loses its messages nor cancels it."""
-    task = asyncio.ensure_future(start(outbox))
-    task.add_done_callback(lambda _t: outbox.wake())
+def _wake_up(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+async def _produce(task: asyncio.Future[dict[str, Any]], outbox: _StreamOutbox, log: StreamLog,
+                   stream: str) -> None:
+    """Append each message the running call `task` sends, and then its response, to the stream's log.
+    Runs as a task of its own, so a dropped connection neither loses its messages nor cancels the call."""
+    heart = asyncio.ensure_future(_heartbeat(log, stream))
     seq = 0
     try:
         while True:
@@ -420,8 +484,19 @@ async def _produce(start: Callable[[_StreamOutbox], Awaitable[dict[str, Any]]], 
     except Exception:
         log_.exception("a legacy call's stream failed")
     finally:
+        heart.cancel()
         if not task.done():
             task.cancel()
+
+
+async def _heartbeat(log: StreamLog, stream: str) -> None:
+    """Renew the call's heartbeat while it runs (the first after one interval: a quick call writes none)."""
+    while True:
+        await asyncio.sleep(log.heartbeat_s)
+        try:
+            await log.beat(stream)
+        except McpError as e:  # the store is briefly unreachable: the next beat tries again
+            log_.warning("a legacy call's heartbeat failed: %s", e.message, extra={"era": "legacy"})
 
 
 def _terminate(state: SessionState) -> None:
