@@ -18,7 +18,15 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ...protocol import errors
-from ...protocol.endpoint import KEEPALIVE, LegacyAnswer, LegacyItem, Outbox, SseEvent, StdioSession
+from ...protocol.endpoint import (
+    KEEPALIVE,
+    LegacyAnswer,
+    LegacyCounters,
+    LegacyItem,
+    Outbox,
+    SseEvent,
+    StdioSession,
+)
 from ...protocol.envelope import LOG_LEVEL_RANK, LOG_LEVELS, Rejection
 from ...protocol.errors import McpError, error_response
 from ...protocol.legacy import (
@@ -40,6 +48,7 @@ from ..context import Context
 from . import bridge
 from .peer import Peer
 from .sessions import Session, Sessions, SessionState
+from .sse import SseChannels
 from .streams import StreamLog, parse_event_id
 
 if TYPE_CHECKING:
@@ -105,9 +114,11 @@ class LegacyServer:
 
     # ------------------------------------------------------------------ the seam
     async def exchange(self, http_method: str, message: Any, headers: Mapping[str, str],
-                       principal: Principal, can_sse: bool) -> LegacyAnswer:
+                       principal: Principal, can_sse: bool, outbox: Outbox | None = None) -> LegacyAnswer:
+        """`outbox`: where a request's messages go when the transport has a channel of its own (the
+        2024-11-05 SSE stream); None answers on the POST itself."""
         try:
-            answer = await self._exchange(http_method, message, headers, principal, can_sse)
+            answer = await self._exchange(http_method, message, headers, principal, can_sse, outbox)
         except McpError as e:  # e.g. the state store is unreachable
             answer = LegacyAnswer(500 if e.code == errors.INTERNAL_ERROR else 400, error_response(None, e))
         kind = _kind(http_method, message)
@@ -117,7 +128,7 @@ class LegacyServer:
         return answer
 
     async def _exchange(self, http_method: str, message: Any, headers: Mapping[str, str],
-                        principal: Principal, can_sse: bool) -> LegacyAnswer:
+                        principal: Principal, can_sse: bool, outbox: Outbox | None = None) -> LegacyAnswer:
         decision = None
         if http_method == "POST":
             decision = classify(message)
@@ -162,14 +173,16 @@ class LegacyServer:
             return _rejected(Rejection(400, None, McpError(
                 errors.INVALID_REQUEST, f"no request with id {decision.id!r} is waiting for a response")))
         assert isinstance(decision, LegacyRequest)
-        return await self._request(decision, session, state, principal, headers, can_sse)
+        return await self._request(decision, session, state, principal, headers, can_sse, outbox)
 
     # ------------------------------------------------------------------ lifecycle
     def _initialize(self, req: LegacyRequest, principal: Principal) -> LegacyAnswer:
         return self.initialize(req, principal)[0]
 
-    def initialize(self, req: LegacyRequest, principal: Principal) -> tuple[LegacyAnswer, Session | None]:
-        """The answer to `initialize`, and the session it opened (None when refused)."""
+    def initialize(self, req: LegacyRequest, principal: Principal,
+                   versions: tuple[str, ...] | None = None) -> tuple[LegacyAnswer, Session | None]:
+        """The answer to `initialize`, and the session it opened (None when refused). `versions`: what
+        this transport may negotiate (default: the server's)."""
         params = req.params
         requested = params.get("protocolVersion")
         caps = params.get("capabilities", {})
@@ -180,7 +193,7 @@ class LegacyServer:
             return _error(req, errors.invalid_params("params.capabilities must be an object")), None
         if info is not None and not isinstance(info, dict):
             return _error(req, errors.invalid_params("params.clientInfo must be an object")), None
-        version = negotiate(requested, self.versions)
+        version = negotiate(requested, self.versions if versions is None else versions)
         sid, session = self.sessions.issue(principal.id, version, caps, info)
         if len(sid) > MAX_SESSION_ID:  # the id travels on every request: keep headers within proxies' limits
             why = f"the declared capabilities are too large for a session id ({len(sid)} > {MAX_SESSION_ID})"
@@ -340,6 +353,23 @@ class LegacyServer:
                                         "params": {"uri": event.uri}})
         finally:
             sub.close()
+
+    # ------------------------------------------------------------------ the 2024-11-05 HTTP+SSE transport
+    async def sse_open(self, principal: Principal) -> tuple[str, AsyncGenerator[LegacyItem, None]]:
+        opened = await SseChannels(self).open(principal)
+        self.counters[("sse", 200)] += 1
+        return opened
+
+    async def sse_post(self, channel: str, message: Any, headers: Mapping[str, str],
+                       principal: Principal) -> LegacyAnswer:
+        try:
+            return await SseChannels(self).post(channel, message, headers, principal)
+        except McpError as e:  # e.g. the state store is unreachable
+            return LegacyAnswer(500 if e.code == errors.INTERNAL_ERROR else 400, error_response(None, e))
+
+    def counter_snapshot(self) -> LegacyCounters:
+        """This era's exchanges so far, by kind and HTTP status (a copy: the caller may keep it)."""
+        return LegacyCounters(tuple(sorted((kind, status, n) for (kind, status), n in self.counters.items())))
 
     def stdio_session(self, principal: Principal, write: Callable[[dict[str, Any]], None]) -> StdioSession:
         from .stdio import LegacyStdioSession
