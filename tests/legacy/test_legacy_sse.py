@@ -20,10 +20,10 @@ from typing import Any
 
 import httpx
 import pytest
-
-from services import http_server
 from test_legacy_http import msg, serve
 from test_legacy_sdk_clients import run_ts
+
+from services import http_server
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")
@@ -58,7 +58,7 @@ class SseStream:
                     elif line == "" and data:
                         self.events.put((event, "\n".join(data)))
                         event, data = "message", []
-        except BaseException as e:  # noqa: BLE001 - handed to the test thread
+        except BaseException as e:  # any failure of the reader thread is the test's to report
             self._opened.set()
             self.events.put(e)
 

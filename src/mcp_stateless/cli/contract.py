@@ -55,5 +55,8 @@ def run(args: argparse.Namespace) -> int:
     )
     url = args.url if args.url is not None else card.ORIGIN_TEMPLATE + args.path
     document = card.server_card(app.card_identity(), compat, url)
-    print(card.markdown(document) if args.markdown else json.dumps(document, indent=2), end="" if args.markdown else "\n")
+    if args.markdown:
+        print(card.markdown(document), end="")
+    else:
+        print(json.dumps(document, indent=2))
     return 0
