@@ -209,6 +209,8 @@ def test_off_by_default_and_only_for_event_streams() -> None:
         assert r.status_code == 406 and r.json()["error"]["code"] == -32600
         with sse(url + "/sse") as stream:  # the conventional path works too
             assert urllib.parse.urlsplit(stream.post_url()).path == "/mcp"
+        assert httpx.get(url.replace("/mcp", "/other/sse"), headers={"accept": "text/event-stream"}).status_code == 404
+        assert httpx.get(url + "x/sse", headers={"accept": "text/event-stream"}).status_code == 404
     refused = [CLI, "serve", APP, "--http", "127.0.0.1:1", "--legacy", "reject", "--legacy-sse"]
     import subprocess
 

@@ -99,6 +99,8 @@ def test_etag_revalidation_and_preflight() -> None:
         assert post.status_code == 405 and post.headers["allow"] == "GET"
         # Another path under the endpoint is still not found; the endpoint itself is untouched.
         assert httpx.get(url + "/server-cards").status_code == 404
+        assert httpx.get(url.replace("/mcp", "/other/server-card")).status_code == 404
+        assert httpx.get(url + "x/server-card").status_code == 404
         # The URL follows the Host the client used (a loopback name the origin policy admits).
         local = httpx.get(url.replace("127.0.0.1", "localhost") + "/server-card").json()
         assert local["remotes"][0]["url"] == url.replace("127.0.0.1", "localhost")

@@ -277,9 +277,16 @@ class HttpTransport:
             root = scope.get("root_path", "")
             if root and path.startswith(root):
                 path = path[len(root) :] or "/"
-            if path.rstrip("/") != self.path.rstrip("/"):
-                await self._subroute(path[len(self.path.rstrip("/")):], scope, receive, send)
-                return
+            base = self.path.rstrip("/")
+            if path.rstrip("/") != base:
+                # Off the endpoint's own path: only its sub-resources (looked at only here, off the hot path).
+                sub = path[len(base):].rstrip("/") if path.startswith(base + "/") else None
+                if sub == card.SUFFIX and self._card is not None:
+                    await self._card.serve(scope, send)
+                    return
+                if not (sub == SSE_SUFFIX and self.legacy_sse and scope["method"] == "GET"):
+                    await _plain(send, 404, b"Not Found")
+                    return
         elif self._card is not None and scope.get("path", "").endswith(card.SUFFIX):
             await self._card.serve(scope, send)
             return
@@ -400,25 +407,6 @@ class HttpTransport:
         if self.legacy_until is not None:
             answer.headers = (*answer.headers, *self.legacy_until.headers())
         return answer
-
-    async def _subroute(self, sub: str, scope: Scope, receive: Receive, send: Send) -> None:
-        """`<endpoint>/server-card` and `<endpoint>/sse`; anything else is 404."""
-        if sub.rstrip("/") == card.SUFFIX and self._card is not None:
-            await self._card.serve(scope, send)
-            return
-        if sub.rstrip("/") == "/sse" and self.legacy_sse and scope["method"] == "GET":
-            raw = scope["headers"]
-            headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in raw}
-            if len(headers) != len(raw) and (problem := repeated_header(raw)) is not None:
-                await _error(send, 400, None, problem)
-                return
-            why = self._policy(scope).check(headers.get("host"), headers.get("origin"))
-            if why is not None:
-                await _error(send, 403, None, McpError(errors.INVALID_REQUEST, why))
-                return
-            await self._legacy_sse_open(scope, headers, receive, send)
-            return
-        await _plain(send, 404, b"Not Found")
 
     async def _legacy_sse_open(self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send) -> None:
         """GET without a session: a 2024-11-05 HTTP+SSE stream, whose first event names where to POST."""
@@ -618,6 +606,7 @@ async def _pump(stream: AsyncIterator[ListenItem], send: Send) -> None:
 
 
 CHANNEL_PARAM = "session"  # the query parameter naming a 2024-11-05 channel
+SSE_SUFFIX = "/sse"  # <endpoint>/sse: where 2024-11-05 clients configured with that conventional path GET
 
 
 def _channel_of(scope: Scope) -> str | None:
