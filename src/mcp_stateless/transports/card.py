@@ -35,8 +35,11 @@ def compatibility(transport: HttpTransport, now: float) -> Compatibility:
 class CardRoute:
     def __init__(self, transport: HttpTransport) -> None:
         self.transport = transport
-        identity: CardIdentity = transport.endpoint.card_identity()  # type: ignore[attr-defined]
-        self.identity = identity
+
+    def identity(self) -> CardIdentity:
+        # Read per request: an app may still gain extensions after its transport was built.
+        identity: CardIdentity = self.transport.endpoint.card_identity()  # type: ignore[attr-defined]
+        return identity
 
     def url(self, scope: MutableMapping[str, Any]) -> str:
         """The endpoint's URL as this client reached it (or as configured)."""
@@ -62,7 +65,7 @@ class CardRoute:
             await send({"type": "http.response.start", "status": 405, "headers": [(b"allow", b"GET"), *cors]})
             await send({"type": "http.response.body", "body": b""})
             return
-        document = card.server_card(self.identity, compatibility(self.transport, time.time()), self.url(scope))
+        document = card.server_card(self.identity(), compatibility(self.transport, time.time()), self.url(scope))
         body = orjson.dumps(document)
         tag = card.etag(body)
         headers = [*cors, (b"cache-control", card.CACHE_CONTROL.encode()), (b"etag", tag.encode())]

@@ -425,7 +425,7 @@ class HttpTransport:
             return
         token, stream = await self.legacy.sse_open(who)
         base = scope.get("root_path", "") + (self.path if self.path is not None else scope.get("path", "/"))
-        url = f"{base}?{CHANNEL_PARAM}={urllib.parse.quote(token, safe='')}"
+        url = f"{urllib.parse.quote(base)}?{CHANNEL_PARAM}={urllib.parse.quote(token, safe='')}"
         extra = self.legacy_until.headers() if self.legacy_until is not None else ()
         await legacy_http.write_channel(url, extra, stream, receive, send)
 

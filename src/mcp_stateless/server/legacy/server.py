@@ -46,6 +46,7 @@ from ...protocol.principal import Principal
 from ...state import StateBundle
 from ..context import Context
 from . import bridge
+from .outbox import PendingMessages
 from .peer import Peer
 from .sessions import Session, Sessions, SessionState
 from .sse import SseChannels
@@ -63,8 +64,7 @@ _LIST_CHANGED = {
     "resources": "notifications/resources/list_changed",
 }
 MAX_SESSION_ID = 4096  # characters
-_STREAM_BACKLOG = 4096
-CANCEL_TOPIC = "legacy-cancel"  # messages a slow client may fall behind on one stream before the oldest go
+CANCEL_TOPIC = "legacy-cancel"  # `notifications/cancelled` of any instance, read by the one running the call
 
 
 class LegacyServer:
@@ -393,36 +393,19 @@ def legacy_capabilities(modern: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in modern.items() if k != "extensions"}
 
 
-class _StreamOutbox:
+class _StreamOutbox(PendingMessages):
     """A call's messages for its SSE stream: bounded, never blocks the handler."""
 
-    __slots__ = ("_wake", "closed", "pending")
+    __slots__ = ("closed",)
 
     def __init__(self) -> None:
-        self.pending: collections.deque[dict[str, Any]] = collections.deque(maxlen=_STREAM_BACKLOG)
-        self._wake: asyncio.Future[None] | None = None
+        super().__init__()
         self.closed = asyncio.Event()
 
     def close_stream(self) -> None:
         """End the client's connection now (SEP-1699 polling); the call goes on, and the client resumes
         with `Last-Event-ID`."""
         self.closed.set()
-
-    def emit(self, message: dict[str, Any]) -> None:
-        self.pending.append(message)
-        self.wake()
-
-    def wake(self) -> None:
-        w = self._wake
-        if w is not None and not w.done():
-            w.set_result(None)
-
-    async def wait(self) -> None:
-        self._wake = asyncio.get_running_loop().create_future()
-        try:
-            await self._wake
-        finally:
-            self._wake = None
 
 
 async def _produce(start: Callable[[_StreamOutbox], Awaitable[dict[str, Any]]], outbox: _StreamOutbox,

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import collections
 import contextlib
 import logging
 import os
@@ -39,6 +38,7 @@ from ...protocol.legacy import (
 )
 from ...protocol.mrtr import StateContext, seal, unseal
 from ...protocol.principal import Principal
+from .outbox import BACKLOG, PendingMessages
 from .sessions import Session
 
 if TYPE_CHECKING:
@@ -49,7 +49,6 @@ log = logging.getLogger("mcp_stateless.legacy")
 CHANNEL_NS = "legacy-sse"
 _SEAL_METHOD = "mcp-sse-channel"
 _SEAL_DIGEST = "legacy"
-_BACKLOG = 4096  # messages one call may have waiting to be published before the oldest are dropped
 
 
 def channel_topic(key: str) -> str:
@@ -85,7 +84,7 @@ class SseChannels:
     async def _stream(self, key: str, sub: Any, principal: Principal) -> AsyncGenerator[LegacyItem, None]:
         server = self.server
         keepalive = server.keepalive_s if server.keepalive_s is not None else server.app.listen_keepalive_s
-        out: asyncio.Queue[LegacyItem | None] = asyncio.Queue(maxsize=_BACKLOG)
+        out: asyncio.Queue[LegacyItem | None] = asyncio.Queue(maxsize=BACKLOG)
         session: Session | None = None
         events: asyncio.Task[None] | None = None
 
@@ -189,7 +188,7 @@ class SseChannels:
         session = server.sessions.open(sid, principal.id)
         if session is None:
             return _rejected(session_not_found(rid))
-        outbox = _ChannelOutbox()
+        outbox = PendingMessages()
         call = asyncio.ensure_future(self._run(topic, outbox, message, scoped, principal))
         await server._watch_cancellations()
         server._running.add(call)
@@ -199,7 +198,7 @@ class SseChannels:
         call.add_done_callback(lambda t: server._calls.pop(ckey, None) if server._calls.get(ckey) is t else None)
         return LegacyAnswer(202)
 
-    async def _run(self, topic: str, outbox: _ChannelOutbox, message: Any, headers: Mapping[str, str],
+    async def _run(self, topic: str, outbox: PendingMessages, message: Any, headers: Mapping[str, str],
                    principal: Principal) -> None:
         """One request of a channel: its messages, then its response, published in order."""
         bus = self.server._state().bus
@@ -223,33 +222,6 @@ class SseChannels:
         finally:
             if not work.done():
                 work.cancel()
-
-
-class _ChannelOutbox:
-    """A channel call's notifications and server->client requests, waiting to be published. Bounded;
-    `emit` never blocks the handler."""
-
-    __slots__ = ("_wake", "pending")
-
-    def __init__(self) -> None:
-        self.pending: collections.deque[dict[str, Any]] = collections.deque(maxlen=_BACKLOG)
-        self._wake: asyncio.Future[None] | None = None
-
-    def emit(self, message: dict[str, Any]) -> None:
-        self.pending.append(message)
-        self.wake()
-
-    def wake(self) -> None:
-        w = self._wake
-        if w is not None and not w.done():
-            w.set_result(None)
-
-    async def wait(self) -> None:
-        self._wake = asyncio.get_running_loop().create_future()
-        try:
-            await self._wake
-        finally:
-            self._wake = None
 
 
 def _rejected(r: Rejection) -> LegacyAnswer:
