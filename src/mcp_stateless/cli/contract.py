@@ -38,21 +38,16 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..protocol import card, retirement
-    from ..protocol.legacy import SERVED_VERSIONS, SSE_VERSIONS
+    from ..protocol.legacy import SERVED_VERSIONS
 
     options = legacy_options(args, os.environ)
     if args.url is not None and not args.url.startswith(("http://", "https://")):
         raise CliError(f"--url must be an http:// or https:// URL, got {args.url!r}")
     app = load_app(args.app)
-    serving = options["legacy"] == "serve"
     until = retirement.parse(options["legacy_until"]) if options["legacy_until"] else None
-    compat = card.Compatibility(
-        modern_versions=tuple(app.supported_versions),
-        legacy_versions=SERVED_VERSIONS if serving else (),
-        sse_versions=SSE_VERSIONS if options["legacy_sse"] else (),
-        legacy_until=until.text() if until is not None and serving else None,
-        legacy_retired=until is not None and until.retired(time.time()),
-    )
+    compat = card.compatibility(tuple(app.supported_versions),
+                                SERVED_VERSIONS if options["legacy"] == "serve" else (), options["legacy_sse"],
+                                until, time.time())
     url = args.url if args.url is not None else card.ORIGIN_TEMPLATE + args.path
     document = card.server_card(app.card_identity(), compat, url)
     if args.markdown:

@@ -16,6 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .legacy import SSE_VERSIONS
+from .retirement import Retirement
+
 SCHEMA_URL = "https://static.modelcontextprotocol.io/schemas/v1/server-card.schema.json"
 MEDIA_TYPE = "application/mcp-server-card+json"
 SUFFIX = "/server-card"
@@ -60,6 +63,19 @@ class Compatibility:
     sse_versions: tuple[str, ...] = ()
     legacy_until: str | None = None
     legacy_retired: bool = False
+
+
+def compatibility(modern_versions: tuple[str, ...], legacy_versions: tuple[str, ...], sse: bool,
+                  until: Retirement | None, now: float) -> Compatibility:
+    """What a server with these settings serves at `now`: `legacy_versions` empty when 2025 clients are
+    refused; `sse` whether the 2024-11-05 transport is on; `until` the legacy retirement, if any."""
+    return Compatibility(
+        modern_versions=modern_versions,
+        legacy_versions=legacy_versions,
+        sse_versions=SSE_VERSIONS if sse and legacy_versions else (),
+        legacy_until=until.text() if until is not None and legacy_versions else None,
+        legacy_retired=until is not None and until.retired(now),
+    )
 
 
 def card_name(app_name: str) -> str:

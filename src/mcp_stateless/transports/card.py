@@ -11,7 +11,6 @@ import orjson
 
 from ..protocol import card
 from ..protocol.card import CardIdentity, Compatibility
-from ..protocol.legacy import SSE_VERSIONS
 
 if TYPE_CHECKING:
     from .http import HttpTransport
@@ -22,14 +21,9 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 def compatibility(transport: HttpTransport, now: float) -> Compatibility:
     """What `transport` serves at `now` (a retired legacy era is listed as not served)."""
     legacy = transport.legacy
-    until = transport.legacy_until
-    return Compatibility(
-        modern_versions=tuple(transport.endpoint.supported_versions),
-        legacy_versions=tuple(legacy.versions) if legacy is not None else (),
-        sse_versions=SSE_VERSIONS if transport.legacy_sse else (),
-        legacy_until=until.text() if until is not None and legacy is not None else None,
-        legacy_retired=until is not None and until.retired(now),
-    )
+    return card.compatibility(tuple(transport.endpoint.supported_versions),
+                              tuple(legacy.versions) if legacy is not None else (), transport.legacy_sse,
+                              transport.legacy_until, now)
 
 
 class CardRoute:

@@ -3,8 +3,9 @@
 It answers `initialize` (negotiating 2025-11-25 down to 2025-03-26), `ping`, `logging/setLevel`,
 `resources/subscribe`/`unsubscribe`, the app's own methods through `bridge`, clients' responses to
 server->client requests, the standalone GET stream (list changes and subscribed resource updates, from
-the state bus, so a change made on any instance arrives) and DELETE. Nothing here is kept per process:
-any instance sharing the key ring and the state store serves any session.
+the state bus, so a change made on any instance arrives) and DELETE; the 2024-11-05 HTTP+SSE transport
+through `sse.SseChannels`. Nothing here is kept per process: any instance sharing the key ring and the
+state store serves any session.
 """
 
 from __future__ import annotations
