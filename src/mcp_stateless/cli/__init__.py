@@ -1,6 +1,7 @@
 """The `mcp-stateless` command line: one module per command group, each registering its subcommands.
 
-`serve` (serve.py) runs an app over stdio or Streamable HTTP; discover, tools, call, read, prompt and
+`serve` (serve.py) runs an app over stdio or Streamable HTTP; `contract` (contract.py) prints its Server
+Card; discover, tools, call, read, prompt and
 listen (client.py) talk to a server. Each subcommand carries its `run(args) -> exit status`; `main` only
 parses and dispatches, so adding a group (audit, inventory, bridge) is one module and one line below.
 """
@@ -10,11 +11,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import client, serve
+from . import client, contract, serve
 from .base import CliError, CommandGroup, Parser
 from .config import ServeConfig
 
-GROUPS: tuple[CommandGroup, ...] = (serve, client)
+GROUPS: tuple[CommandGroup, ...] = (serve, contract, client)
 
 
 class _Version(argparse.Action):
