@@ -258,6 +258,8 @@ class OAuth:
         tokens = await self._token_request(server, identity, {
             "grant_type": "authorization_code", "code": code, "redirect_uri": pending.redirect_uri,
             "code_verifier": pending.verifier, "resource": prm.resource}, scopes)
+        if identity.kind != "registered":  # a registration is saved when made; this lets a later process refresh
+            await self.records.save_client(issuer, identity)
         return await self._keep(server_url, issuer, prm.resource, tokens)
 
     async def _identity(
@@ -267,11 +269,13 @@ class OAuth:
         registration (a refresh)."""
         for pre in self.pre_registered:
             if pre.issuer in (None, server.issuer):
-                return ClientIdentity(pre.client_id, pre.client_secret, None, "pre-registered")
+                return ClientIdentity(pre.client_id, pre.client_secret, None, "pre-registered",
+                                      (redirect_uri,) if redirect_uri else ())
         if self.client_metadata_url is not None and server.client_id_metadata_document_supported:
             return ClientIdentity(self.client_metadata_url, None, "none", "metadata-document")
         stored = await self.records.client(server.issuer)
-        if stored is not None and (redirect_uri is None or redirect_uri in stored.redirect_uris):
+        if stored is not None and (redirect_uri is None or stored.kind != "registered"
+                                   or redirect_uri in stored.redirect_uris):
             return stored
         if redirect_uri is None:
             raise OAuthError(f"no client identity at {server.issuer} to refresh with")
