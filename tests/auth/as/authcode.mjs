@@ -60,7 +60,7 @@ const configuration = {
   },
 };
 if (process.env.AS_CIMD === '1') {
-  configuration.features.clientIdMetadataDocument = { enabled: true, ack: 'draft-00' };
+  configuration.features.clientIdMetadataDocument = { enabled: true, ack: 'draft-02' };
   configuration.fetch = (url, options) => {
     delete options.dispatcher; // test-only: the SSRF guard refuses 127.0.0.1, where the test serves the document
     return globalThis.fetch(url, options);
