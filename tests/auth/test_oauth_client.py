@@ -29,7 +29,7 @@ import pytest
 from as_harness import AUTHCODE_SCRIPT, NODE, OIDC, ROOT, AuthServer, signing_key
 from test_resource_server import CLI, protected
 
-from mcp_stateless.client import Client
+from mcp_stateless.client import Client, OAuthError
 from mcp_stateless.client.oauth import (
     FileTokenStore,
     LoopbackAuthorizer,
@@ -293,3 +293,26 @@ def test_a_client_id_metadata_document_client(tmp_path_factory: pytest.TempPathF
             assert identity is not None and identity.kind == "metadata-document"
     finally:
         server.stop()
+
+
+async def test_concurrent_requests_share_one_authorization(code_as: AuthServer, mcp_url: str) -> None:
+    ua = Browser()
+    async with Client(mcp_url, version="2026-07-28", auth=oauth(ua, pre_registered=PreRegistered("cli-public"))) as c:
+        results = await asyncio.gather(*(c.call_tool("whoami", {}) for _ in range(6)))
+    assert [r["structuredContent"]["id"] for r in results] == [f"{code_as.issuer}#alice"] * 6
+    assert len(ua.visits) == 1 and ua.errors == []
+
+
+async def test_metadata_for_another_resource_stops_the_probe_without_a_legacy_fallback(code_as: AuthServer) -> None:
+    """The server's metadata names http://localhost:… while the client talks to 127.0.0.1: the client
+    refuses to get a token for it, and the 401 is not mistaken for a legacy server."""
+    port = free_port()
+    ua = Browser()
+    env = {"MCP_STATELESS_AUTH_ISSUERS": code_as.issuer, "MCP_STATELESS_RESOURCE_URL": f"http://localhost:{port}/mcp"}
+    with protected([], port=port, env_extra=env) as url:
+        c = Client(url, auth=oauth(ua, pre_registered=PreRegistered("cli-public")))
+        with pytest.raises(OAuthError, match=f"is for http://localhost:{port}/mcp"):
+            await c.connect()
+        assert c.session is None and c.era is None
+        await c.aclose()
+    assert ua.visits == []  # no authorization request was made
