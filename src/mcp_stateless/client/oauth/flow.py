@@ -184,19 +184,20 @@ class OAuth:
             current = self._grants.get(server_url)
             if current is not None and current.tokens is not sent:
                 return current  # another request got a new token while this one waited
+            held = sent.scopes if sent is not None else ()  # a new token keeps what the old one could do
             if sent is not None and current is not None:
                 # Re-discover first: a refresh at an authorization server the resource has left is useless.
                 prm = await self._resource_metadata(server_url, challenge)
-                if prm.authorization_servers[0] == current.issuer and prm.resource == current.resource:
+                if current.issuer in prm.authorization_servers and prm.resource == current.resource:
                     refreshed = await self._try_refresh(server_url, current)
                     if refreshed is not None and refreshed.tokens.access_token != sent.access_token:
                         return refreshed
                 else:
-                    log.info("the authorization server of %s changed to %s", server_url, prm.authorization_servers[0])
+                    log.info("the authorization server of %s is no longer %s", server_url, current.issuer)
                 self._grants.pop(server_url, None)
                 await self.records.forget_tokens(current.issuer, current.resource)
-                return await self._authorize(server_url, challenge, (), prm)
-            return await self._authorize(server_url, challenge, ())
+                return await self._authorize(server_url, challenge, held, prm)
+            return await self._authorize(server_url, challenge, held)
 
     async def _step_up(self, server_url: str, challenge: AuthChallenge, sent: Tokens | None) -> _Grant:
         async with self._lock(server_url):
@@ -238,14 +239,25 @@ class OAuth:
             return metadata
         raise OAuthError(f"no usable metadata for the authorization server {issuer}: {'; '.join(problems)}")
 
+    async def _first_usable_server(self, prm: ResourceMetadata) -> ServerMetadata:
+        """The first authorization server of the resource whose metadata can be trusted; each one named is
+        independent (its own registration and tokens), so the next is only a fallback."""
+        problems: list[str] = []
+        for issuer in prm.authorization_servers:
+            try:
+                return await self._server_metadata(issuer)
+            except OAuthError as e:
+                problems.append(str(e))
+        raise OAuthError("; ".join(problems))
+
     # -- authorization -------------------------------------------------------------------------------------
     async def _authorize(
         self, server_url: str, challenge: AuthChallenge, held: Sequence[str], prm: ResourceMetadata | None = None
     ) -> _Grant:
         if prm is None:
             prm = await self._resource_metadata(server_url, challenge)
-        issuer = prm.authorization_servers[0]
-        server = await self._server_metadata(issuer)
+        server = await self._first_usable_server(prm)
+        issuer = server.issuer
         scopes = choose_scopes(challenge.scopes, prm, server, [*held, *self.scopes], want_refresh=self.refresh)
         if self.authorizer is None:
             raise OAuthError(f"{server_url} needs authorization at {issuer}; log in first "
