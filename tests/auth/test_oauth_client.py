@@ -316,3 +316,15 @@ async def test_metadata_for_another_resource_stops_the_probe_without_a_legacy_fa
         assert c.session is None and c.era is None
         await c.aclose()
     assert ua.visits == []  # no authorization request was made
+
+
+async def test_a_legacy_session_is_authorized_the_same_way(code_as: AuthServer, mcp_url: str) -> None:
+    """2025-11-25 over Streamable HTTP: initialize, the calls and the session's GET stream and DELETE all go
+    through the same hook, so the session is opened and used with the token."""
+    ua = Browser()
+    async with Client(mcp_url, version="2025-11-25", auth=oauth(ua, pre_registered=PreRegistered("cli-public"))) as c:
+        assert c.era == "legacy"
+        me = (await c.call_tool("whoami", {}))["structuredContent"]
+        assert [t["name"] for t in await c.list_tools()] == ["whoami", "new_cart", "peek_cart"]
+    assert me["id"] == f"{code_as.issuer}#alice"
+    assert len(ua.visits) == 1 and ua.errors == []
