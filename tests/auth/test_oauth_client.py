@@ -328,3 +328,26 @@ async def test_a_legacy_session_is_authorized_the_same_way(code_as: AuthServer, 
         assert [t["name"] for t in await c.list_tools()] == ["whoami", "new_cart", "peek_cart"]
     assert me["id"] == f"{code_as.issuer}#alice"
     assert len(ua.visits) == 1 and ua.errors == []
+
+
+
+@dataclasses.dataclass
+class _Head:
+    """What the flow reads of a response: its status and headers."""
+
+    status: int
+    headers: dict[str, str]
+
+
+async def test_plain_http_metadata_off_loopback_is_refused_before_it_is_fetched() -> None:
+    """A 401 naming http:// metadata on a non-loopback host is refused by rule, before any fetch (the
+    address is unroutable: a fetch would fail with a different error)."""
+    from mcp_stateless.client.auth import HttpRequest
+    from mcp_stateless.client.http11 import Endpoint
+
+    flow = OAuth().auth_flow(HttpRequest("POST", Endpoint.parse("http://127.0.0.1:9/mcp"), {}))
+    await flow.__anext__()
+    head = _Head(401, {"www-authenticate": 'Bearer resource_metadata="http://192.0.2.1/.well-known/prm"'})
+    with pytest.raises(OAuthError, match="non-HTTPS"):
+        await flow.asend(head)  # type: ignore[arg-type]
+    await flow.aclose()

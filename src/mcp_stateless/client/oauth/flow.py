@@ -45,6 +45,7 @@ from .rules import (
     read_server_metadata,
     read_token_response,
     registration_request,
+    require_secure,
     token_auth_method,
     token_error,
 )
@@ -214,6 +215,7 @@ class OAuth:
         urls = ([named] if named else []) + [u for u in protected_resource_metadata_urls(server_url) if u != named]
         tried: list[str] = []
         for url in urls:
+            require_secure(url)  # RFC 9728 §3: the metadata is fetched over TLS (loopback excepted)
             answer = await self.http.get(url)
             if answer.status == 200:
                 return read_resource_metadata(answer.json(), server_url)
@@ -224,6 +226,7 @@ class OAuth:
         known = self._servers.get(issuer)
         if known is not None:
             return known
+        require_secure(issuer)  # RFC 8414 §2: an issuer is an https URL (loopback excepted)
         problems: list[str] = []
         for url in authorization_server_metadata_urls(issuer):
             answer = await self.http.get(url)

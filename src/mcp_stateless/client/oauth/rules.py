@@ -122,7 +122,8 @@ def read_server_metadata(doc: Any, issuer: str) -> ServerMetadata:
 
 
 def require_secure(url: str) -> None:
-    """Authorization server endpoints must be HTTPS; plain HTTP only on loopback (a local test server)."""
+    """Metadata and authorization server endpoints must be HTTPS; plain HTTP only on loopback (a local
+    server, a test)."""
     scheme = urlsplit(url).scheme.lower()
     if scheme == "https" or (scheme == "http" and is_loopback_url(url)):
         return
