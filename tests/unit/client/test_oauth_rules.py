@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import os
 import re
 import stat
@@ -214,7 +215,7 @@ async def test_memory_and_file_stores(tmp_path: Path) -> None:
         await r.forget_tokens(ISSUER, "https://m/mcp")
         assert await r.tokens(ISSUER, "https://m/mcp") is None
     assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(path.parent.stat().st_mode) == 0o700
-    assert [p.name for p in path.parent.iterdir()] == ["tokens.json"]  # no temporary file left
+    assert sorted(p.name for p in path.parent.iterdir()) == ["tokens.json", "tokens.json.lock"]  # no temp file
     assert await Records(FileTokenStore(path)).client(ISSUER) is not None  # another process reads it
 
 
@@ -235,3 +236,19 @@ def test_the_default_token_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     assert default_token_file() == tmp_path / "mcp-stateless" / "tokens.json"
     assert os.sep in str(default_token_file())
+
+
+def test_writers_in_several_processes_keep_every_record(tmp_path: Path) -> None:
+    """Four processes writing 40 records each into one file: all 160 are there (fails without the lock)."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "tokens.json"
+    code = ("import asyncio, sys; from mcp_stateless.client.oauth import FileTokenStore\n"
+            "s = FileTokenStore(sys.argv[1])\n"
+            "async def main():\n"
+            "    for i in range(40): await s.set(f'{sys.argv[2]}-{i}', {'n': i})\n"
+            "asyncio.run(main())\n")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(path), f"w{n}"]) for n in range(4)]
+    assert [p.wait(60) for p in procs] == [0, 0, 0, 0]
+    assert len(json.loads(path.read_text())) == 160

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -108,7 +110,8 @@ def default_token_file() -> Path:
 class FileTokenStore:
     """All records in one JSON file, mode 0600 in a 0700 directory, replaced atomically on every write (a
     crash leaves the old file or the new one, never half of one). Another process's writes are seen on the
-    next read; two processes writing at once keep the last writer's view of the whole file."""
+    next read; writers (in any process) take turns on a lock file beside it, so two `login`s at once both
+    keep their record."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(path) if path is not None else default_token_file()
@@ -146,17 +149,29 @@ class FileTokenStore:
         doc = self._read().get(key)
         return dict(doc) if isinstance(doc, dict) else None
 
+    @contextlib.contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(self.path.with_name(self.path.name + ".lock"), os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # held for one read-modify-write: milliseconds
+            yield
+        finally:
+            os.close(fd)
+
     async def set(self, key: str, value: dict[str, Any]) -> None:
         async with self._lock:
-            data = self._read()
-            data[key] = dict(value)
-            self._write(data)
+            with self._exclusive():
+                data = self._read()
+                data[key] = dict(value)
+                self._write(data)
 
     async def delete(self, key: str) -> None:
         async with self._lock:
-            data = self._read()
-            if data.pop(key, None) is not None:
-                self._write(data)
+            with self._exclusive():
+                data = self._read()
+                if data.pop(key, None) is not None:
+                    self._write(data)
 
 
 __all__ = ["FileTokenStore", "Keys", "MemoryTokenStore", "Records", "TokenStore", "default_token_file"]
