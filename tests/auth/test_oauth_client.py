@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import http.server
 import json
+import logging
 import os
 import ssl
 import stat
@@ -130,7 +131,10 @@ async def test_a_wrong_client_secret_is_refused_by_the_token_endpoint(code_as: A
     assert "not-the-secret" not in str(e.value)
 
 
-async def test_dynamic_registration_then_refresh_before_expiry_and_on_a_401(code_as: AuthServer, mcp_url: str) -> None:
+async def test_dynamic_registration_then_refresh_before_expiry_and_on_a_401(
+    code_as: AuthServer, mcp_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
     ua = Browser()
     store = MemoryTokenStore()
     me = await whoami(mcp_url, oauth(ua, store=store, client_name="dcr-test"))
@@ -153,6 +157,10 @@ async def test_dynamic_registration_then_refresh_before_expiry_and_on_a_401(code
     third = await records.tokens(code_as.issuer, mcp_url)
     assert third is not None and third.access_token not in ("garbage", second.access_token)
     assert len(ua.visits) == 1  # one authorization in all
+    assert "authorizing" in caplog.text and "refreshing the token" not in caplog.text  # logged; none failed
+    secrets = [t.access_token for t in (first, second, third)] + [t.refresh_token or "" for t in (first, third)]
+    assert identity.client_secret is None or identity.client_secret not in caplog.text
+    assert not [s for s in secrets if s and s in caplog.text]  # no token in any log line
 
 
 async def test_without_a_stored_token_and_no_authorizer_the_error_says_to_log_in(mcp_url: str) -> None:
