@@ -41,12 +41,13 @@ def token_store_option(p: argparse.ArgumentParser) -> None:
 
 
 async def _login(args: Any) -> int:
-    from ..client.oauth import FileTokenStore, LoopbackAuthorizer, OAuth, PreRegistered
+    from ..client.oauth import FileTokenStore, LoopbackAuthorizer, OAuth, PreRegistered, system_browser
 
     secret = args.client_secret or os.environ.get("MCP_STATELESS_CLIENT_SECRET")
     if secret and not args.client_id:
         raise CliError("--client-secret needs --client-id")
-    authorizer = LoopbackAuthorizer(args.port, timeout=args.wait, open_browser=None if args.no_browser else _browser())
+    browser = None if args.no_browser else system_browser
+    authorizer = LoopbackAuthorizer(args.port, timeout=args.wait, open_browser=browser)
     store = FileTokenStore(args.token_store)
     pre = [PreRegistered(args.client_id, secret)] if args.client_id else []
     oauth = OAuth(authorizer=authorizer, store=store, pre_registered=pre, client_metadata_url=args.client_metadata_url,
@@ -80,12 +81,6 @@ async def _challenge(oauth: Any, url: str) -> str | None:
         return None
     value: str | None = resp.headers.get("www-authenticate")
     return value
-
-
-def _browser() -> Any:
-    import webbrowser
-
-    return webbrowser.open
 
 
 def run(args: argparse.Namespace) -> int:

@@ -2,7 +2,7 @@
 authorization server (`LoopbackAuthorizer`, `HeadlessAuthorizer`), and where tokens live
 (`MemoryTokenStore`, `FileTokenStore`, or any `TokenStore`)."""
 
-from .authorizers import Authorizer, HeadlessAuthorizer, LoopbackAuthorizer
+from .authorizers import Authorizer, HeadlessAuthorizer, LoopbackAuthorizer, system_browser
 from .flow import OAuth, PreRegistered
 from .rules import ClientIdentity, Tokens, client_metadata_document
 from .store import FileTokenStore, MemoryTokenStore, TokenStore, default_token_file
@@ -20,4 +20,5 @@ __all__ = [
     "Tokens",
     "client_metadata_document",
     "default_token_file",
+    "system_browser",
 ]

@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import socket
 import sys
-import webbrowser
 from collections.abc import Callable
 from typing import Protocol
 from urllib.parse import urlsplit
@@ -47,6 +46,13 @@ class HeadlessAuthorizer:
         return location
 
 
+def system_browser(url: str) -> bool:
+    """Open `url` in the system's browser (imported only when a login asks for it)."""
+    import webbrowser
+
+    return webbrowser.open(url)
+
+
 _PAGE = (b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nConnection: close\r\n"
          b"Cache-Control: no-store\r\nContent-Length: %d\r\n\r\n%s")
 _DONE = b"<!doctype html><title>mcp-stateless</title><p>Authorization received. You may close this window.</p>"
@@ -54,8 +60,8 @@ _DONE = b"<!doctype html><title>mcp-stateless</title><p>Authorization received. 
 
 class LoopbackAuthorizer:
     """Listens on 127.0.0.1 (port 0: any free one) for the one redirect back from the authorization
-    server, and sends the user there: `open_browser` (default: the system browser) and a line on stderr
-    with the URL, for when no browser opens. Gives up after `timeout` seconds."""
+    server, and sends the user there: `open_browser` (e.g. `system_browser`; None: nothing opens) and a
+    line on stderr with the URL (`announce`). Gives up after `timeout` seconds."""
 
     def __init__(
         self,
@@ -63,7 +69,7 @@ class LoopbackAuthorizer:
         *,
         path: str = "/callback",
         timeout: float = 300.0,
-        open_browser: Callable[[str], object] | None = webbrowser.open,
+        open_browser: Callable[[str], object] | None = None,
         announce: Callable[[str], None] | None = None,
     ) -> None:
         self._sock = socket.create_server(("127.0.0.1", port))
@@ -123,4 +129,4 @@ class LoopbackAuthorizer:
             self._sock.close()
 
 
-__all__ = ["Authorizer", "HeadlessAuthorizer", "LoopbackAuthorizer"]
+__all__ = ["Authorizer", "HeadlessAuthorizer", "LoopbackAuthorizer", "system_browser"]
