@@ -1,7 +1,8 @@
 """The `mcp-stateless` command line: one module per command group, each registering its subcommands.
 
 `serve` (serve.py) runs an app over stdio or Streamable HTTP; discover, tools, call, read, prompt and
-listen (client.py) talk to a server. Each subcommand carries its `run(args) -> exit status`; `main` only
+listen (client.py) talk to a server; audit (audit.py) checks one for hidden state.
+Each subcommand carries its `run(args) -> exit status`; `main` only
 parses and dispatches, so adding a group (audit, inventory, bridge) is one module and one line below.
 """
 
@@ -10,11 +11,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import client, serve
+from . import audit, client, serve
 from .base import CliError, CommandGroup, Parser
 from .config import ServeConfig
 
-GROUPS: tuple[CommandGroup, ...] = (serve, client)
+GROUPS: tuple[CommandGroup, ...] = (serve, client, audit)
 
 
 class _Version(argparse.Action):

@@ -1,0 +1,10 @@
+"""The built-in checks, in the order they run (the era probe first: every other check reads its profile)."""
+
+from __future__ import annotations
+
+from ..engine import Check
+from . import envelope, era, mrtr, stateless, stdio
+
+CHECKS: tuple[Check, ...] = (*era.CHECKS, *envelope.CHECKS, *stateless.CHECKS, *mrtr.CHECKS, *stdio.CHECKS)
+
+__all__ = ["CHECKS"]
