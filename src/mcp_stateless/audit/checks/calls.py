@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine import Context
-from ..wire import FULL_CAPS, Exchange, Message, comparable, modern
+from ..wire import FULL_CAPS, Exchange, Message, comparable, excerpt, modern
 
 MAX_ROUNDS = 6
 
@@ -20,6 +20,19 @@ def answer(ex: Exchange) -> Any:
     if (code := ex.error_code) is not None:
         return ("error", code)
     return ("nothing", ex.status)
+
+
+def short(ex: Exchange) -> str:
+    """An answer for a one-line finding: the structured result or first text, else the outcome."""
+    res = ex.result
+    if res is None:
+        return ex.outcome()
+    if "structuredContent" in res:
+        return excerpt(res["structuredContent"], 160)
+    for block in res.get("content") or []:
+        if isinstance(block, dict) and block.get("type") == "text":
+            return excerpt(str(block.get("text")), 160)
+    return excerpt(comparable(res), 160)
 
 
 def _fill(prop: dict[str, Any]) -> Any:

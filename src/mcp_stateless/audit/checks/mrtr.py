@@ -56,12 +56,13 @@ async def tampered(ctx: Context) -> Outcome:
         return Outcome("skip", NO_TOOL)
     tool, _ = found
     first = call(tool)
-    ex = await ctx.target.send(first, timeout=ctx.options.call_timeout)
+    # Both rounds on one instance: a refusal must come from the tampering, not from another instance's key.
+    ex = await ctx.target.send(first, instance=0, timeout=ctx.options.call_timeout)
     res = ex.result or {}
     state = res.get("requestState")
     if not isinstance(state, str) or not state:
         return Outcome("skip", f"skipped: {tool} asks for input without a requestState")
-    retry = await ctx.target.send(retry_of(first, res, tamper(state)), timeout=ctx.options.call_timeout)
+    retry = await ctx.target.send(retry_of(first, res, tamper(state)), instance=0, timeout=ctx.options.call_timeout)
     out = retry.result or {}
     if retry.error_code is not None or out.get("resultType") == "input_required":
         return Outcome("pass", f"a tampered requestState was refused ({retry.outcome()})", [ex, retry])

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..engine import Check, Context, Outcome
 from ..wire import FULL_CAPS, Exchange, Message, excerpt, modern
-from .calls import answer, call
+from .calls import answer, call, short
 
 OTHER_CLIENT = {"name": "another-client", "version": "9.9"}
 
@@ -108,31 +108,33 @@ def _variant(msg: Message, *, caps: dict[str, Any], client: dict[str, Any] | Non
 
 
 async def capabilities(ctx: Context) -> Outcome:
-    """Each request asked with empty capabilities, alone and right after the same request with every
-    capability, another client name and (when given) another principal, on the same connection."""
+    """Every request asked with empty capabilities on a connection of its own that sees only such requests
+    (twice, to tell an answer that varies by itself), then on a third connection right after the same
+    request with every capability, another client name and (when given) another principal."""
     t = ctx.target
     principals = list(t.principals)
     other = principals[1] if len(principals) > 1 else None
     requests = [modern(m, caps={}) for m in list_methods(ctx)] + [call(x["name"], caps={})
                                                                   for x in ctx.probe_tools()]
-    borrowed, evidence, unstable = [], [], []
-    for req in requests:
-        async with t.lane(0) as a:
-            base1 = await a.send(_variant(req, caps={}, client=None), timeout=ctx.options.call_timeout)
-        async with t.lane(0) as b:
-            base2 = await b.send(_variant(req, caps={}, client=None), timeout=ctx.options.call_timeout)
-        name = req["params"].get("name") or req["method"]
-        if repr(answer(base1)) != repr(answer(base2)):
-            unstable.append(name)  # not deterministic: nothing to compare against
-            continue
+    timeout = ctx.options.call_timeout
+    bases: list[list[Exchange]] = []
+    for _ in range(2):
         async with t.lane(0) as lane:
+            bases.append([await lane.send(_variant(r, caps={}, client=None), timeout=timeout) for r in requests])
+    borrowed, evidence, unstable = [], [], []
+    async with t.lane(0) as lane:
+        for req, base1, base2 in zip(requests, *bases, strict=True):
+            name = req["params"].get("name") or req["method"]
+            if repr(answer(base1)) != repr(answer(base2)):
+                unstable.append(name)  # not deterministic: nothing to compare against
+                continue
             first = await lane.send(_variant(req, caps=FULL_CAPS, client=OTHER_CLIENT), principal=other,
-                                    timeout=ctx.options.call_timeout)
-            after = await lane.send(_variant(req, caps={}, client=None), timeout=ctx.options.call_timeout)
-        if repr(answer(after)) != repr(answer(base1)):
-            borrowed.append(f"{name}: alone {excerpt(answer(base1), 140)}, after a request with more "
-                            f"capabilities {excerpt(answer(after), 140)}")
-            evidence.extend([base1, first, after])
+                                    timeout=timeout)
+            after = await lane.send(_variant(req, caps={}, client=None), timeout=timeout)
+            if repr(answer(after)) != repr(answer(base1)):
+                borrowed.append(f"{name}: alone {short(base1)}, after a request with more capabilities "
+                                f"{short(after)}")
+                evidence.extend([base1, first, after])
     if borrowed:
         return Outcome("fail", "answers borrow capabilities or identity from an earlier request on the same "
                                "connection: " + "; ".join(borrowed), evidence, FIX_CAPS)

@@ -10,8 +10,8 @@ from ...protocol.errors import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION
 from ...protocol.meta import META_CLIENT_CAPABILITIES
 from ..engine import Check, Context, Outcome
 from ..targets import StdioTarget, _stdio_exchange
-from ..wire import FULL_CAPS, Exchange, Message, excerpt, modern
-from .calls import answer, call
+from ..wire import FULL_CAPS, Exchange, Message, modern
+from .calls import answer, call, short
 from .envelope import BOGUS_VERSION
 
 FIX = ("Answer every line on its own: take version, capabilities and client info from that request's _meta, "
@@ -56,7 +56,7 @@ async def interleave(ctx: Context) -> Outcome:
             problems.append(f"{what} expected error {code}, got {b.outcome()}")
             evidence.append(b)
         elif repr(answer(a)) != repr(answer(b)):
-            problems.append(f"{what}: alone {excerpt(answer(a), 120)}, interleaved {excerpt(answer(b), 120)}")
+            problems.append(f"{what}: alone {short(a)}, interleaved {short(b)}")
             evidence.extend([a, b])
     if problems:
         return Outcome("fail", "interleaved requests were not answered independently: " + "; ".join(problems),
