@@ -109,10 +109,12 @@ def test_conformance_server_passes_every_check_on_three_instances(backend: str, 
                                                                   request: pytest.FixtureRequest) -> None:
     redis = request.getfixturevalue("redis") if backend == "redis" else None
     cmd = serve("examples/conformance_server.py:app", state=_state(backend, tmp_path, redis))
-    rc, rep, _ = audit(["--launch", cmd, "--instances", "3", *EXCLUDE], tmp_path, {"MCP_STATELESS_KEYS": KEYS})
+    rc, rep, _ = audit(["--launch", cmd, "--instances", "3", *EXCLUDE, "--listen-trigger", "test_trigger_tool_change"],
+                       tmp_path, {"MCP_STATELESS_KEYS": KEYS})
     assert_clean(rc, rep)
     passed = by_status(rep, "pass")
-    assert {"mrtr.instances", "mrtr.restart", "mrtr.tampered-state", "stateless.history"} <= set(passed)
+    assert {"mrtr.instances", "mrtr.restart", "mrtr.tampered-state", "stateless.history", "listen.fan-out"} <= set(passed)
+    assert "reached the listen streams of all 3 instance(s)" in passed["listen.fan-out"]["finding"]
 
 
 def test_conformance_server_dynamic_fixtures_are_process_local(tmp_path: Path) -> None:
@@ -153,6 +155,9 @@ def _broken() -> list[Any]:
                       "--flow", str(flows / "notes.json"), "--principal", "alice=alice", "--principal", "bob=bob"],
                      {"NOTES_DB": "{tmp}/notes.db"}, {"flow.notes.principal": 9},
                      "Bind every handle to the principal", id="ours-handle-not-bound-to-principal"),
+        pytest.param(["--launch", serve(f"{servers}/listen_local.py:app"), "--instances", "3"], {},
+                     {"listen.fan-out": 6}, "Publish change events on a bus every instance subscribes to",
+                     id="ours-listen-bus-does-not-fan-out"),
         pytest.param(["--launch", f"{SDK_PY} {servers}/sdk_session_cart.py {{port}}", "--instances", "3",
                       "--flow", str(flows / "cart.yaml")], {},
                      {"flow.cart.instances": 4, "flow.cart.restart": "restart"}, "not under a session",

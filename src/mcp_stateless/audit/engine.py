@@ -71,6 +71,7 @@ class Options:
     exclude: frozenset[str] = frozenset()
     max_probe_tools: int = 12
     call_timeout: float = 10.0
+    listen_triggers: tuple[str, ...] = ()  # tools that change a list, for the listen check
 
 
 @dataclass

@@ -36,6 +36,47 @@ class TargetError(Exception):
     """The target cannot be reached or started at all: the audit cannot run."""
 
 
+class Stream:
+    """A long-lived response (subscriptions/listen): its messages as they arrive, kept as evidence too."""
+
+    def __init__(self, exchange: Exchange) -> None:
+        self.exchange = exchange
+        self.queue: asyncio.Queue[Message] = asyncio.Queue()
+        self.ended = asyncio.Event()
+
+    def put(self, m: Message) -> None:
+        self.exchange.messages.append(m)
+        self.queue.put_nowait(m)
+
+    async def next(self, timeout: float) -> Message | None:
+        """The next message within `timeout` seconds, or None (nothing came, or the stream ended)."""
+        try:
+            return await asyncio.wait_for(self.queue.get(), timeout)
+        except TimeoutError:
+            return None
+
+
+async def _pump(stream: Stream, source: AsyncIterator[Message]) -> None:
+    try:
+        async for m in source:
+            stream.put(m)
+    except (HttpError, ClientError) as e:
+        stream.exchange.failure = str(e)
+    finally:
+        stream.ended.set()
+
+
+@contextlib.asynccontextmanager
+async def _streaming(stream: Stream, source: AsyncIterator[Message]) -> AsyncIterator[Stream]:
+    task = asyncio.get_running_loop().create_task(_pump(stream, source))
+    try:
+        yield stream
+    finally:
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+
+
 class Lane(Protocol):
     instance: int
 
@@ -62,6 +103,8 @@ class Target(Protocol):
     async def notify(self, message: Message) -> None: ...
 
     def lane(self, instance: int = 0) -> contextlib.AbstractAsyncContextManager[Lane]: ...
+
+    def stream(self, message: Message, instance: int = 0) -> contextlib.AbstractAsyncContextManager[Stream]: ...
 
     async def restart(self, which: Restart = "all") -> None: ...
 
@@ -186,6 +229,32 @@ class HttpTarget:
             yield lane
         finally:
             await lane.pool.aclose()
+
+    @contextlib.asynccontextmanager
+    async def stream(self, message: Message, instance: int = 0) -> AsyncIterator[Stream]:
+        """POST `message` on a connection of its own and keep reading its response until the block ends
+        (closing the connection is how HTTP ends a listen)."""
+        self.last_instance = instance
+        headers = self.headers(message, None, None)
+        st = Stream(Exchange(message, "POST", headers, instance))
+        pool = Pool(max_idle=0)
+        url = self.urls[instance]
+
+        async def source() -> AsyncIterator[Message]:
+            resp = await pool.request("POST", Endpoint.parse(url), headers, _dumps(message), timeout=10.0)
+            st.exchange.status, st.exchange.response_headers = resp.status, dict(resp.headers)
+            if resp.content_type == "text/event-stream":
+                async for m in iter_messages(resp.iter_bytes()):
+                    yield m
+            else:
+                for m in decode_messages(await resp.read()):
+                    yield m
+
+        try:
+            async with _streaming(st, source()) as out:
+                yield out
+        finally:
+            await pool.aclose()
 
     async def restart(self, which: Restart = "all") -> None:
         raise TargetError("the auditor did not start these instances, so it cannot restart them (use --launch)")
@@ -367,6 +436,22 @@ class StdioTarget:
         finally:
             await lane.chan.aclose()
 
+    @contextlib.asynccontextmanager
+    async def stream(self, message: Message, instance: int = 0) -> AsyncIterator[Stream]:
+        """The request on the main process; leaving the block sends notifications/cancelled for it."""
+        st = Stream(Exchange(message, "stdio"))
+        ex = await self.chan.exchange(message)
+
+        async def source() -> AsyncIterator[Message]:
+            async for m in ex:
+                yield m
+
+        try:
+            async with _streaming(st, source()) as out:
+                yield out
+        finally:
+            await ex.aclose()
+
     async def restart(self, which: Restart = "all") -> None:
         await self.chan.aclose()
         self.chan = self._channel()
@@ -376,4 +461,5 @@ class StdioTarget:
         await self.chan.aclose()
 
 
-__all__ = ["HttpTarget", "Lane", "LaunchedTarget", "Restart", "StdioTarget", "Target", "TargetError", "free_port"]
+__all__ = ["HttpTarget", "Lane", "LaunchedTarget", "Restart", "StdioTarget", "Stream", "Target", "TargetError",
+           "free_port"]

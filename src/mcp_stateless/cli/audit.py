@@ -37,6 +37,9 @@ def register(sub: Any) -> None:
     p.add_argument("--only", action="append", default=[], metavar="ID", help="run only these checks (or id prefixes)")
     p.add_argument("--no-calls", action="store_true", help="never call tools (only lists, discovery, envelopes)")
     p.add_argument("--exclude-tool", action="append", default=[], metavar="NAME", help="never call this tool")
+    p.add_argument("--listen-trigger", action="append", default=[], metavar="TOOL",
+                   help="an argument-free tool that changes a list, for the listen check (default: every "
+                        "argument-free tool)")
     p.add_argument("--timeout", type=float, default=10.0, help="per-request timeout in seconds (default 10)")
     p.add_argument("--json", nargs="?", const="-", metavar="FILE", help="write the JSON report (- for stdout)")
     p.add_argument("--markdown", nargs="?", const="-", metavar="FILE", help="write a Markdown report")
@@ -149,7 +152,8 @@ def run(args: argparse.Namespace) -> int:
     except FlowError as e:
         raise CliError(str(e)) from None
     target = _target(args)
-    options = Options(calls=not args.no_calls, exclude=frozenset(args.exclude_tool), call_timeout=args.timeout)
+    options = Options(calls=not args.no_calls, exclude=frozenset(args.exclude_tool), call_timeout=args.timeout,
+                      listen_triggers=tuple(args.listen_trigger))
     view: _Plain | _Live | None = None
     if not args.quiet:
         try:
