@@ -113,7 +113,8 @@ def test_conformance_server_passes_every_check_on_three_instances(backend: str, 
                        tmp_path, {"MCP_STATELESS_KEYS": KEYS})
     assert_clean(rc, rep)
     passed = by_status(rep, "pass")
-    assert {"mrtr.instances", "mrtr.restart", "mrtr.tampered-state", "stateless.history", "listen.fan-out"} <= set(passed)
+    assert {"mrtr.instances", "mrtr.restart", "mrtr.tampered-state", "stateless.history",
+            "listen.fan-out"} <= set(passed)
     assert "reached the listen streams of all 3 instance(s)" in passed["listen.fan-out"]["finding"]
 
 
