@@ -12,6 +12,10 @@ next call, restarts, expected outcomes), run across instances, across restarts a
       - call: commit_import
         arguments: {importHandle: "{imp}"}
         as: alice                          # a principal given with --principal NAME=TOKEN
+      - call: slow_job
+        arguments: {importHandle: "{imp}"}
+        drop_after: 0.2                    # break the response stream after 0.2 s (the outcome is not judged)
+      - sleep: 1.5                         # let whatever should have stopped finish if it did not
 
 A result is its structuredContent, or its first text content read as JSON. The schema of the format ships
 as `flow.schema.json` next to this module.
@@ -19,6 +23,7 @@ as `flow.schema.json` next to this module.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from dataclasses import dataclass, field
@@ -47,6 +52,8 @@ class Step:
     expect: Any = "ok"
     principal: str | None = None
     restart: Restart | None = None
+    drop_after: float | None = None
+    sleep: float | None = None
 
 
 @dataclass(frozen=True)
@@ -55,16 +62,35 @@ class Flow:
     steps: tuple[Step, ...]
     source: str = ""
 
+    @property
+    def breaks_streams(self) -> bool:
+        return any(s.drop_after is not None for s in self.steps)
+
+
+KINDS = ("call", "restart", "sleep")
+
+
+def _seconds(raw: Any, key: str, where: str, low: float, high: float) -> float:
+    value = raw[key]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise FlowError(f"{where}: {key} is a number of seconds from {low:g} to {high:g}")
+    return float(value)
+
 
 def _step(raw: Any, where: str) -> Step:
     if not isinstance(raw, dict):
-        raise FlowError(f"{where}: a step is an object with `call` or `restart`")
-    unknown = set(raw) - {"call", "arguments", "save", "expect", "as", "restart"}
+        raise FlowError(f"{where}: a step is an object with `call`, `restart` or `sleep`")
+    unknown = set(raw) - {"call", "arguments", "save", "expect", "as", "restart", "drop_after", "sleep"}
     if unknown:
         raise FlowError(f"{where}: unknown keys {sorted(unknown)}")
-    if ("call" in raw) == ("restart" in raw):
-        raise FlowError(f"{where}: give exactly one of `call` (a tool name) or `restart` (all | last)")
-    if "restart" in raw:
+    kinds = [k for k in KINDS if k in raw]
+    if len(kinds) != 1:
+        raise FlowError(f"{where}: give exactly one of `call` (a tool name), `restart` (all | last) or `sleep`")
+    if "restart" in raw or "sleep" in raw:
+        if len(raw) != 1:
+            raise FlowError(f"{where}: a {kinds[0]} step takes nothing else")
+        if "sleep" in raw:
+            return Step(sleep=_seconds(raw, "sleep", where, 0, 30))
         if raw["restart"] not in ("all", "last"):
             raise FlowError(f"{where}: restart is `all` or `last`, not {raw['restart']!r}")
         return Step(restart=raw["restart"])
@@ -80,7 +106,10 @@ def _step(raw: Any, where: str) -> Step:
     who = raw.get("as")
     if who is not None and not isinstance(who, str):
         raise FlowError(f"{where}: as names a principal")
-    return Step(raw["call"], args, save, expect, who)
+    drop = _seconds(raw, "drop_after", where, 0.01, 30) if "drop_after" in raw else None
+    if drop is not None and ("expect" in raw or save):
+        raise FlowError(f"{where}: a call whose stream is dropped has no outcome to expect or save")
+    return Step(raw["call"], args, save, expect, who, drop_after=drop)
 
 
 def parse_flow(data: Any, source: str = "flow") -> Flow:
@@ -213,6 +242,10 @@ async def run_flow(ctx: Context, flow: Flow, *, restart_after_save: bool = False
                 await t.restart(step.restart)
                 run.trail.append(f"restart {step.restart}")
             continue
+        if step.sleep is not None:
+            await asyncio.sleep(step.sleep)
+            run.trail.append(f"sleep {step.sleep:g} s")
+            continue
         assert step.call is not None
         args = _subst(step.arguments, saved)
         uses = set(_REF.findall(json.dumps(step.arguments))) - tried
@@ -225,6 +258,11 @@ async def run_flow(ctx: Context, flow: Flow, *, restart_after_save: bool = False
                                f"as {intruder!r}: {excerpt(result_value(ex), 200)}")
                 run.evidence.append(ex)
                 return run
+        if step.drop_after is not None:
+            ex = await t.send(call(step.call, args, caps={}), principal=step.principal, timeout=step.drop_after)
+            done = "answered before the drop" if ex.failure is None else "stream dropped"
+            run.trail.append(f"{step.call} on instance {ex.instance + 1} ({done} at {step.drop_after:g} s)")
+            continue
         ex = await t.send(call(step.call, args, caps={}), principal=step.principal, timeout=ctx.options.call_timeout)
         run.trail.append(f"{step.call} on instance {ex.instance + 1}")
         run.evidence.append(ex)
@@ -251,18 +289,26 @@ FIX_PRINCIPAL = ("Bind every handle to the principal that minted it and check th
                  "handle is a reference, never proof of who is calling.")
 
 
+FIX_CANCEL = ("Treat a dropped response stream as cancellation (HTTP: the client disconnected; stdio: "
+              "notifications/cancelled): run the work as a cancellable coroutine and check for cancellation "
+              "before each side effect, not in a worker thread that cannot be stopped; work that must finish "
+              "anyway belongs in a task (the Tasks extension) or behind an idempotency key.")
+
+
 def flow_checks(flow: Flow) -> list[Check]:
+    fix = FIX_CANCEL if flow.breaks_streams else FIX_SHARED
+
     async def instances(ctx: Context) -> Outcome:
         run = await run_flow(ctx, flow)
         if run.problem:
-            return Outcome("fail", f"flow {flow.name} across instances: {run.problem}", run.evidence[-3:], FIX_SHARED)
+            return Outcome("fail", f"flow {flow.name} across instances: {run.problem}", run.evidence[-3:], fix)
         return Outcome("pass", f"flow {flow.name}: {' → '.join(run.trail)}", run.evidence[-2:])
 
     async def restarted(ctx: Context) -> Outcome:
         run = await run_flow(ctx, flow, restart_after_save=True)
         if run.problem:
             return Outcome("fail", f"flow {flow.name} with every instance restarted after each handle: "
-                                   f"{run.problem}", run.evidence[-3:], FIX_SHARED)
+                                   f"{run.problem}", run.evidence[-3:], fix)
         return Outcome("pass", f"flow {flow.name}: {' → '.join(run.trail)}", run.evidence[-2:])
 
     async def principal(ctx: Context) -> Outcome:
@@ -277,7 +323,8 @@ def flow_checks(flow: Flow) -> list[Check]:
 
     calls = frozenset({"modern"})
     return [
-        Check(f"flow.{flow.name}.instances", 4, f"Flow {flow.name} across instances", instances, needs=calls),
+        Check(f"flow.{flow.name}.instances", "broken-stream" if flow.breaks_streams else 4,
+              f"Flow {flow.name} across instances", instances, needs=calls, timeout=120),
         Check(f"flow.{flow.name}.restart", "restart", f"Flow {flow.name} across restarts of every instance",
               restarted, needs=frozenset({"modern", "restart"}), timeout=180),
         Check(f"flow.{flow.name}.principal", 9, f"Flow {flow.name}: handles refused to another principal",
