@@ -63,6 +63,7 @@ class Profile:
     tools: list[dict[str, Any]] = field(default_factory=list)
     mrtr: tuple[str, Any] | None = None  # an argument-free tool that asks for input, once looked for
     mrtr_searched: bool = False
+    task_tool: tuple[str, dict[str, Any]] | None = None  # a call that became a task
 
 
 @dataclass
@@ -72,6 +73,7 @@ class Options:
     max_probe_tools: int = 12
     call_timeout: float = 10.0
     listen_triggers: tuple[str, ...] = ()  # tools that change a list, for the listen check
+    task_tool: tuple[str, dict[str, Any]] | None = None  # a call that becomes a task, for the tasks checks
 
 
 @dataclass

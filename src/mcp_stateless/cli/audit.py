@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO
@@ -40,6 +41,9 @@ def register(sub: Any) -> None:
     p.add_argument("--listen-trigger", action="append", default=[], metavar="TOOL",
                    help="an argument-free tool that changes a list, for the listen check (default: every "
                         "argument-free tool)")
+    p.add_argument("--task-tool", metavar="NAME[=JSON]",
+                   help="a call that becomes a task, for the tasks checks (default: the first argument-free "
+                        "tool that does)")
     p.add_argument("--timeout", type=float, default=10.0, help="per-request timeout in seconds (default 10)")
     p.add_argument("--json", nargs="?", const="-", metavar="FILE", help="write the JSON report (- for stdout)")
     p.add_argument("--markdown", nargs="?", const="-", metavar="FILE", help="write a Markdown report")
@@ -55,6 +59,20 @@ def _principals(items: list[str]) -> dict[str, str]:
             raise CliError(f"--principal takes NAME=TOKEN, not {item!r}")
         out[name] = token
     return out
+
+
+def _call_spec(spec: str | None) -> tuple[str, dict[str, Any]] | None:
+    """NAME or NAME={"json": "arguments"}."""
+    if spec is None:
+        return None
+    name, sep, raw = spec.partition("=")
+    try:
+        arguments = json.loads(raw) if sep else {}
+    except ValueError as e:
+        raise CliError(f"--task-tool {spec!r}: the arguments are not JSON ({e})") from None
+    if not name or not isinstance(arguments, dict):
+        raise CliError(f"--task-tool takes NAME or NAME=JSON-OBJECT, not {spec!r}")
+    return name, arguments
 
 
 def _target(args: argparse.Namespace) -> Any:
@@ -143,8 +161,6 @@ def _write(dest: str, text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
     from ..audit import FlowError, Options, TargetError, audit, load_flow, plan, to_junit, to_markdown
 
     try:
@@ -153,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(str(e)) from None
     target = _target(args)
     options = Options(calls=not args.no_calls, exclude=frozenset(args.exclude_tool), call_timeout=args.timeout,
-                      listen_triggers=tuple(args.listen_trigger))
+                      listen_triggers=tuple(args.listen_trigger), task_tool=_call_spec(args.task_tool))
     view: _Plain | _Live | None = None
     if not args.quiet:
         try:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ..engine import Check
-from . import envelope, era, listen, mrtr, stateless, stdio
+from . import envelope, era, listen, mrtr, stateless, stdio, tasks
 
 CHECKS: tuple[Check, ...] = (*era.CHECKS, *envelope.CHECKS, *stateless.CHECKS, *mrtr.CHECKS, *listen.CHECKS,
-                             *stdio.CHECKS)
+                             *tasks.CHECKS, *stdio.CHECKS)
 
 __all__ = ["CHECKS"]
