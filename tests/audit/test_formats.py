@@ -139,3 +139,16 @@ def test_a_launch_command_that_dies_is_a_usage_error_with_its_output(tmp_path: P
     p = subprocess.run([EXE, "audit", "--launch", f"{sys.executable} -c \"import sys; print('boom'); sys.exit(3)\" "
                         "{port}", "--instances", "2"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "exited with status 3" in p.stderr and "boom" in p.stderr
+
+
+def test_the_flows_in_docs_audit_md_are_the_tested_ones() -> None:
+    """docs/audit.md shows flow files from tests/audit/flows; they must stay the same text."""
+    import re
+
+    doc = (HERE.parents[1] / "docs" / "audit.md").read_text()
+    blocks = re.findall(r"```yaml\n(name: .*?)```", doc, re.S)
+    assert len(blocks) == 2
+    for block in blocks:
+        flow = parse_flow(yaml.safe_load(block), "docs/audit.md")
+        shipped = (HERE / "flows" / f"{flow.name}.yaml").read_text()
+        assert block.strip() in shipped
