@@ -148,6 +148,31 @@ async def capabilities(ctx: Context) -> Outcome:
                            f"{note}")
 
 
+FIX_AUTH = ("Authenticate every request from its own credentials (HTTP: its Authorization header); an earlier "
+            "authenticated request on the same connection, or a client name, never stands in for them.")
+
+
+async def authenticated(ctx: Context) -> Outcome:
+    """A request without credentials, alone and right after an authenticated one on the same connection:
+    the same answer (a refusal, when the server requires credentials)."""
+    t = ctx.target
+    if not t.principals:
+        return Outcome("skip", "skipped: needs a principal (--principal NAME=TOKEN)")
+    anonymous = {"authorization": None}
+    async with t.lane(0) as lane:
+        alone = await lane.send(modern("tools/list"), headers=anonymous, timeout=ctx.options.call_timeout)
+    async with t.lane(0) as lane:
+        signed = await lane.send(modern("tools/list"), timeout=ctx.options.call_timeout)
+        after = await lane.send(modern("tools/list"), headers=anonymous, timeout=ctx.options.call_timeout)
+    if (alone.status, repr(answer(alone))) != (after.status, repr(answer(after))):
+        return Outcome("fail", f"a request without credentials got {alone.outcome()} (HTTP {alone.status}) alone "
+                               f"but {after.outcome()} (HTTP {after.status}) after an authenticated request on the "
+                               "same connection", [alone, signed, after], FIX_AUTH)
+    how = "refused" if alone.status in (401, 403) else f"answered as anonymous ({alone.outcome()})"
+    return Outcome("pass", f"a request without credentials is {how} whatever came before it on the connection",
+                   [alone, after])
+
+
 BALANCER = frozenset({"modern", "instances"})
 CHECKS = (
     Check("stateless.instances", "balancer", "Every instance answers the same request identically", instances,
@@ -156,4 +181,6 @@ CHECKS = (
           needs=frozenset({"modern", "http", "calls"})),
     Check("stateless.capabilities", 1, "Capabilities and identity are never borrowed from an earlier request",
           capabilities),
+    Check("auth.per-request", 9, "Every request is authenticated on its own", authenticated,
+          needs=frozenset({"modern", "http"})),
 )
