@@ -129,10 +129,12 @@ def test_conformance_server_dynamic_fixtures_are_process_local(tmp_path: Path) -
 
 
 def test_conformance_server_over_stdio(tmp_path: Path) -> None:
-    cmd = serve("examples/conformance_server.py:app", stdio=True)
+    # Tasks and the MRTR key must outlive the process the auditor restarts: a state file and shared keys.
+    cmd = serve("examples/conformance_server.py:app", stdio=True, state=f"sqlite:///{tmp_path / 's.db'}")
     rc, rep, _ = audit(["--stdio", cmd], tmp_path, {"MCP_STATELESS_KEYS": KEYS})
     assert_clean(rc, rep)
-    assert {"stdio.interleave", "stdio.cancel", "stateless.capabilities", "mrtr.restart"} <= set(by_status(rep, "pass"))
+    assert {"stdio.interleave", "stdio.cancel", "stateless.capabilities", "mrtr.restart",
+            "tasks.restart"} <= set(by_status(rep, "pass"))
 
 
 # ----------------------------------------------------------------------------- broken on purpose
