@@ -234,3 +234,16 @@ def test_a_modern_sdk_server_with_a_process_local_tool_toggle(tmp_path: Path) ->
     assert "instance 2 lacks ['extra']" in failed["stateless.history"]["finding"]
     assert "instance 2 lacks ['notifications/tools/list_changed']" in failed["listen.fan-out"]["finding"]
     assert {"mrtr.instances", "mrtr.restart", "http.session-id"} <= set(by_status(rep, "pass"))
+
+
+def test_named_mrtr_and_task_calls(tmp_path: Path) -> None:
+    """--mrtr-tool and --task-tool pick calls the auditor would not find on its own (arguments given)."""
+    cmd = serve("examples/conformance_server.py:app", state=f"sqlite:///{tmp_path / 's.db'}")
+    rc, rep, _ = audit(["--launch", cmd, "--instances", "2", "--only", "mrtr", "--only", "tasks",
+                        "--mrtr-tool", "test_input_required_result_multi_round",
+                        "--task-tool", 'slow_compute={"seconds": 0.3, "label": "audit"}'], tmp_path,
+                       {"MCP_STATELESS_KEYS": KEYS})
+    assert_clean(rc, rep)
+    passed = by_status(rep, "pass")
+    assert passed["mrtr.instances"]["finding"].startswith("test_input_required_result_multi_round: 3 rounds")
+    assert passed["tasks.instances"]["finding"].startswith("a slow_compute task seen by all 2 instance(s)")

@@ -61,7 +61,7 @@ class Profile:
     capabilities: dict[str, Any] = field(default_factory=dict)
     server_info: dict[str, Any] = field(default_factory=dict)
     tools: list[dict[str, Any]] = field(default_factory=list)
-    mrtr: tuple[str, Any] | None = None  # an argument-free tool that asks for input, once looked for
+    mrtr: tuple[str, dict[str, Any]] | None = None  # a call that asks for input, once looked for
     mrtr_searched: bool = False
     task_tool: tuple[str, dict[str, Any]] | None = None  # a call that became a task
 
@@ -74,6 +74,7 @@ class Options:
     call_timeout: float = 10.0
     listen_triggers: tuple[str, ...] = ()  # tools that change a list, for the listen check
     task_tool: tuple[str, dict[str, Any]] | None = None  # a call that becomes a task, for the tasks checks
+    mrtr_tool: tuple[str, dict[str, Any]] | None = None  # a call that asks for input, for the mrtr checks
 
 
 @dataclass

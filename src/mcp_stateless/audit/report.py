@@ -14,7 +14,7 @@ from .targets import Target
 
 STEP_NAMES = {
     1: "envelope", 2: "discover", 3: "results", 4: "hidden state", 5: "MRTR", 6: "listen", 7: "HTTP routing",
-    8: "failure", 9: "authentication", "balancer": "balancer test", "stdio": "stdio test",
+    8: "failure behaviour", 9: "authentication", "balancer": "balancer test", "stdio": "stdio test",
     "restart": "restart test", "broken-stream": "broken-stream test",
 }
 

@@ -41,6 +41,9 @@ def register(sub: Any) -> None:
     p.add_argument("--listen-trigger", action="append", default=[], metavar="TOOL",
                    help="an argument-free tool that changes a list, for the listen check (default: every "
                         "argument-free tool)")
+    p.add_argument("--mrtr-tool", metavar="NAME[=JSON]",
+                   help="a call that asks for input (MRTR), for the mrtr checks (default: the first "
+                        "argument-free tool that does)")
     p.add_argument("--task-tool", metavar="NAME[=JSON]",
                    help="a call that becomes a task, for the tasks checks (default: the first argument-free "
                         "tool that does)")
@@ -61,7 +64,7 @@ def _principals(items: list[str]) -> dict[str, str]:
     return out
 
 
-def _call_spec(spec: str | None) -> tuple[str, dict[str, Any]] | None:
+def _call_spec(spec: str | None, option: str) -> tuple[str, dict[str, Any]] | None:
     """NAME or NAME={"json": "arguments"}."""
     if spec is None:
         return None
@@ -69,9 +72,9 @@ def _call_spec(spec: str | None) -> tuple[str, dict[str, Any]] | None:
     try:
         arguments = json.loads(raw) if sep else {}
     except ValueError as e:
-        raise CliError(f"--task-tool {spec!r}: the arguments are not JSON ({e})") from None
+        raise CliError(f"{option} {spec!r}: the arguments are not JSON ({e})") from None
     if not name or not isinstance(arguments, dict):
-        raise CliError(f"--task-tool takes NAME or NAME=JSON-OBJECT, not {spec!r}")
+        raise CliError(f"{option} takes NAME or NAME=JSON-OBJECT, not {spec!r}")
     return name, arguments
 
 
@@ -131,6 +134,7 @@ class _Live:
             self.progress.advance(self.task)
 
     def close(self, rep: dict[str, Any]) -> None:
+        from rich.markup import escape
         from rich.table import Table
 
         from ..audit.report import step_label
@@ -143,11 +147,11 @@ class _Live:
             table.add_column(col, **kw)
         for c in rep["checks"]:
             st = self.STYLE[c["status"]]
-            table.add_row(f"[{st}]{c['status']}[/]", c["id"], step_label(c["step"]), c["finding"])
+            table.add_row(f"[{st}]{c['status']}[/]", escape(c["id"]), step_label(c["step"]), escape(c["finding"]))
         self.console.print(table)
         for c in rep["checks"]:
             if c["status"] == "fail" and c["fix"]:
-                self.console.print(f"[bold red]{c['id']}[/] fix: {c['fix']}")
+                self.console.print(f"[bold red]{escape(c['id'])}[/] fix: {escape(c['fix'])}")
         self.console.print(f"{s['pass']} passed, {s['fail']} failed, {s['warn']} warnings, {s['skip']} skipped "
                            f"in {s['seconds']} s")
 
@@ -169,7 +173,8 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(str(e)) from None
     target = _target(args)
     options = Options(calls=not args.no_calls, exclude=frozenset(args.exclude_tool), call_timeout=args.timeout,
-                      listen_triggers=tuple(args.listen_trigger), task_tool=_call_spec(args.task_tool))
+                      listen_triggers=tuple(args.listen_trigger), task_tool=_call_spec(args.task_tool, "--task-tool"),
+                      mrtr_tool=_call_spec(args.mrtr_tool, "--mrtr-tool"))
     view: _Plain | _Live | None = None
     if not args.quiet:
         try:

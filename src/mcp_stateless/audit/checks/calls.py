@@ -123,20 +123,22 @@ async def run_rounds(ctx: Context, first: Message, *, between: Between | None = 
     return out
 
 
-async def find_mrtr_tool(ctx: Context) -> tuple[str, Exchange] | None:
-    """An argument-free tool that answers with `input_required` (preferring one carrying requestState); the
-    result is kept in the profile so later checks do not look again."""
+async def find_mrtr_tool(ctx: Context) -> tuple[str, dict[str, Any]] | None:
+    """A call that answers with `input_required`: the one `--mrtr-tool` names, else the first argument-free
+    tool that does (preferring one carrying requestState); looked for once per audit."""
     if ctx.profile.mrtr_searched:
         return ctx.profile.mrtr
-    found: tuple[str, Exchange] | None = None
-    for tool in ctx.probe_tools(limit=30):
-        ex = await ctx.target.send(call(tool["name"]), timeout=min(ctx.options.call_timeout, 5.0))
+    candidates = [ctx.options.mrtr_tool] if ctx.options.mrtr_tool else [
+        (t["name"], {}) for t in ctx.probe_tools(limit=30)]
+    found: tuple[str, dict[str, Any]] | None = None
+    for name, args in candidates:
+        ex = await ctx.target.send(call(name, args), timeout=min(ctx.options.call_timeout, 5.0))
         res = ex.result or {}
         if res.get("resultType") == "input_required":
             if found is None:
-                found = (tool["name"], ex)
+                found = (name, args)
             if "requestState" in res:
-                found = (tool["name"], ex)
+                found = (name, args)
                 break
     ctx.profile.mrtr, ctx.profile.mrtr_searched = found, True
     return found

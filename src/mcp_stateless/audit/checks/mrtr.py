@@ -20,8 +20,8 @@ async def across_instances(ctx: Context) -> Outcome:
     found = await find_mrtr_tool(ctx)
     if found is None:
         return Outcome("skip", NO_TOOL)
-    tool, _ = found
-    rounds = await run_rounds(ctx, call(tool))
+    tool, args = found
+    rounds = await run_rounds(ctx, call(tool, args))
     served = [x.instance + 1 for x in rounds.exchanges]
     if not rounds.completed:
         return Outcome("fail", f"an MRTR round of {tool} started on instance {served[0]} could not be completed "
@@ -33,12 +33,12 @@ async def after_restart(ctx: Context) -> Outcome:
     found = await find_mrtr_tool(ctx)
     if found is None:
         return Outcome("skip", NO_TOOL)
-    tool, _ = found
+    tool, args = found
 
     async def restart(_: int) -> None:
         await ctx.target.restart("all")
 
-    rounds = await run_rounds(ctx, call(tool), between=restart)
+    rounds = await run_rounds(ctx, call(tool, args), between=restart)
     if not rounds.completed:
         return Outcome("fail", f"an MRTR round of {tool} could not be completed after a restart of every "
                                f"instance: {rounds.last.outcome()}", rounds.exchanges, FIX_KEY)
@@ -54,8 +54,8 @@ async def tampered(ctx: Context) -> Outcome:
     found = await find_mrtr_tool(ctx)
     if found is None:
         return Outcome("skip", NO_TOOL)
-    tool, _ = found
-    first = call(tool)
+    tool, args = found
+    first = call(tool, args)
     # Both rounds on one instance: a refusal must come from the tampering, not from another instance's key.
     ex = await ctx.target.send(first, instance=0, timeout=ctx.options.call_timeout)
     res = ex.result or {}
