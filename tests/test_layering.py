@@ -12,7 +12,8 @@ import is still a dependency a reader and mypy must follow). Layers are the subp
     transports    HTTP and stdio, over the endpoint seam: protocol
     client        the client: protocol
     auth          the OAuth resource server (bearer tokens, protected resource metadata): protocol
-    audit         the hidden-state auditor (checks any server through the client's channels): protocol, client
+    audit         the hidden-state auditor (checks any server through the client's channels): protocol, client,
+                  conformance
     cli           the command line, on top: anything
 """
 
@@ -37,7 +38,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "transports": frozenset({"protocol"}),
     "client": frozenset({"protocol"}),
     "auth": frozenset({"protocol"}),
-    "audit": frozenset({"protocol", "client"}),
+    "audit": frozenset({"protocol", "client", "conformance"}),
     "cli": frozenset({"protocol", "conformance", "state", "tasks", "server", "transports", "client", "auth",
                       "audit"}),
 }

@@ -32,6 +32,21 @@ Restart = Literal["all", "last"]
 ACCEPT = "application/json, text/event-stream"
 
 
+RECORD_MAX = 5000  # exchanges kept for the schema check: bounded whatever the audit does
+
+
+class Recorder:
+    """Every exchange the target carried (bounded), for checks that look at all of them at the end."""
+
+    def __init__(self) -> None:
+        self.recorded: list[Exchange] = []
+
+    def record(self, ex: Exchange) -> Exchange:
+        if len(self.recorded) < RECORD_MAX:
+            self.recorded.append(ex)
+        return ex
+
+
 class TargetError(Exception):
     """The target cannot be reached or started at all: the audit cannot run."""
 
@@ -93,6 +108,7 @@ class Target(Protocol):
     can_restart: bool
     principals: dict[str, str]
     last_instance: int
+    recorded: list[Exchange]
 
     async def start(self) -> None: ...
 
@@ -154,15 +170,15 @@ class _HttpLane:
 
     async def send(self, message: Message, *, headers: Mapping[str, str | None] | None = None,
                    principal: str | None = None, timeout: float = 10.0) -> Exchange:
-        return await _http_exchange(self.pool, self.target.urls[self.instance], message, instance=self.instance,
-                                    http_method="POST", headers=self.target.headers(message, headers, principal),
-                                    timeout=timeout)
+        return self.target.record(await _http_exchange(
+            self.pool, self.target.urls[self.instance], message, instance=self.instance, http_method="POST",
+            headers=self.target.headers(message, headers, principal), timeout=timeout))
 
     async def notify(self, message: Message) -> None:
         await self.send(message, timeout=5.0)
 
 
-class HttpTarget:
+class HttpTarget(Recorder):
     """Instances of one server at the given URLs; requests go to each in turn."""
 
     kind: Literal["http", "stdio"] = "http"
@@ -176,6 +192,7 @@ class HttpTarget:
                 Endpoint.parse(u)
             except ValueError as e:
                 raise TargetError(str(e)) from None
+        super().__init__()
         self.urls = list(urls)
         self.principals = dict(principals or {})
         self.pool = Pool()
@@ -216,8 +233,8 @@ class HttpTarget:
         if http_method != "POST":
             h = {k: v for k, v in h.items() if k in ("accept", "authorization")}
             h.update({k: v for k, v in (headers or {}).items() if v is not None})
-        return await _http_exchange(self.pool, self.urls[i], message, instance=i, http_method=http_method,
-                                    headers=h, timeout=timeout)
+        return self.record(await _http_exchange(self.pool, self.urls[i], message, instance=i,
+                                                http_method=http_method, headers=h, timeout=timeout))
 
     async def notify(self, message: Message) -> None:
         await self.send(message)
@@ -378,19 +395,20 @@ async def _stdio_exchange(chan: StdioChannel, message: Message, timeout: float) 
 class _StdioLane:
     instance = 0
 
-    def __init__(self, command: Sequence[str], env: Mapping[str, str] | None) -> None:
-        self.chan = StdioChannel(command, env=env, max_restarts=0, stderr=asyncio.subprocess.DEVNULL)
+    def __init__(self, target: StdioTarget) -> None:
+        self.target = target
+        self.chan = StdioChannel(target.argv, env=target.env, max_restarts=0, stderr=asyncio.subprocess.DEVNULL)
 
     async def send(self, message: Message, *, headers: Mapping[str, str | None] | None = None,
                    principal: str | None = None, timeout: float = 10.0) -> Exchange:
-        return await _stdio_exchange(self.chan, message, timeout)
+        return self.target.record(await _stdio_exchange(self.chan, message, timeout))
 
     async def notify(self, message: Message) -> None:
         with contextlib.suppress(ClientError):
             await self.chan.send(message)
 
 
-class StdioTarget:
+class StdioTarget(Recorder):
     """One server process over stdio; a lane is another process of the same command."""
 
     kind: Literal["http", "stdio"] = "stdio"
@@ -399,6 +417,7 @@ class StdioTarget:
     last_instance = 0
 
     def __init__(self, command: str, principals: Mapping[str, str] | None = None) -> None:
+        super().__init__()
         self.argv = shlex.split(command)
         if not self.argv:
             raise TargetError("empty --stdio command")
@@ -422,7 +441,7 @@ class StdioTarget:
                    headers: Mapping[str, str | None] | None = None, http_method: str = "POST",
                    mirror: bool = True, principal: str | None = None, timeout: float = 10.0) -> Exchange:
         assert message is not None, "stdio carries messages only"
-        return await _stdio_exchange(self.chan, message, timeout)
+        return self.record(await _stdio_exchange(self.chan, message, timeout))
 
     async def notify(self, message: Message) -> None:
         with contextlib.suppress(ClientError):
@@ -430,7 +449,7 @@ class StdioTarget:
 
     @contextlib.asynccontextmanager
     async def lane(self, instance: int = 0) -> AsyncIterator[Lane]:
-        lane = _StdioLane(self.argv, self.env)
+        lane = _StdioLane(self)
         try:
             yield lane
         finally:

@@ -1,11 +1,12 @@
-"""The built-in checks, in the order they run (the era probe first: every other check reads its profile)."""
+"""The built-in checks, in the order they run: the era probe first (every other check reads its profile), the
+schema check last (it reads every message the others received)."""
 
 from __future__ import annotations
 
 from ..engine import Check
-from . import envelope, era, listen, mrtr, stateless, stdio, tasks
+from . import envelope, era, listen, mrtr, schema, stateless, stdio, tasks
 
 CHECKS: tuple[Check, ...] = (*era.CHECKS, *envelope.CHECKS, *stateless.CHECKS, *mrtr.CHECKS, *listen.CHECKS,
-                             *tasks.CHECKS, *stdio.CHECKS)
+                             *tasks.CHECKS, *stdio.CHECKS, *schema.CHECKS)
 
 __all__ = ["CHECKS"]

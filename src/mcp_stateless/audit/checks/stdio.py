@@ -9,7 +9,7 @@ from typing import Any
 from ...protocol.errors import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION
 from ...protocol.meta import META_CLIENT_CAPABILITIES
 from ..engine import Check, Context, Outcome
-from ..targets import StdioTarget, _stdio_exchange
+from ..targets import StdioTarget
 from ..wire import FULL_CAPS, Exchange, Message, modern
 from .calls import answer, call, short
 from .envelope import BOGUS_VERSION
@@ -45,7 +45,7 @@ async def interleave(ctx: Context) -> Outcome:
     assert isinstance(t, StdioTarget)
     mix = _mix(ctx)
     alone = [await t.send(_copy(m, "alone"), timeout=ctx.options.call_timeout) for m, _ in mix]
-    together = await asyncio.gather(*(_stdio_exchange(t.chan, _copy(m, "mixed"), ctx.options.call_timeout)
+    together = await asyncio.gather(*(t.send(_copy(m, "mixed"), timeout=ctx.options.call_timeout)
                                       for m, _ in mix))
     problems: list[str] = []
     evidence: list[Exchange] = []
@@ -73,7 +73,7 @@ async def cancel(ctx: Context) -> Outcome:
     tools = ctx.probe_tools()
     victim = call(tools[0]["name"], caps={}) if tools else modern("tools/list")
     stream = await t.chan.exchange(victim)
-    bystander = asyncio.ensure_future(_stdio_exchange(t.chan, modern("tools/list"), ctx.options.call_timeout))
+    bystander = asyncio.ensure_future(t.send(modern("tools/list"), timeout=ctx.options.call_timeout))
     await stream.aclose()  # writes notifications/cancelled for the victim
     other = await bystander
     later = await t.send(modern("server/discover"), timeout=ctx.options.call_timeout)
