@@ -247,3 +247,24 @@ def test_named_mrtr_and_task_calls(tmp_path: Path) -> None:
     passed = by_status(rep, "pass")
     assert passed["mrtr.instances"]["finding"].startswith("test_input_required_result_multi_round: 3 rounds")
     assert passed["tasks.instances"]["finding"].startswith("a slow_compute task seen by all 2 instance(s)")
+
+
+def test_interrupting_an_audit_stops_every_instance_it_started(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    cmd = serve("examples/conformance_server.py:app")
+    proc = subprocess.Popen([EXE, "audit", "--launch", cmd, "--instances", "3", "--quiet"], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    children: list[int] = []
+    deadline = time.monotonic() + 30
+    while len(children) < 3 and time.monotonic() < deadline and proc.poll() is None:
+        out = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout
+        children = [int(x) for x in out.split()]
+        time.sleep(0.1)
+    assert len(children) == 3, "the auditor did not start three instances"
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(60) == 130
+    for pid in children:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)

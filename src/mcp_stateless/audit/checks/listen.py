@@ -28,12 +28,12 @@ FIX_BUS = (
 )
 
 
-def _filter(ctx: Context) -> dict[str, bool]:
+def listen_filter(ctx: Context) -> dict[str, bool]:
     caps = ctx.profile.capabilities
     return {key: True for key, (cap, _) in EVENTS.items() if (caps.get(cap) or {}).get("listChanged")}
 
 
-async def _ack(stream: Stream, want_id: Any) -> str | None:
+async def acknowledged(stream: Stream, want_id: Any) -> str | None:
     """None when the first message of the stream is the acknowledgement for this listen, else the problem."""
     first = await stream.next(ACK_WAIT)
     if first is None:
@@ -59,7 +59,7 @@ async def _drain(stream: Stream, until: float) -> set[str]:
 
 async def fan_out(ctx: Context) -> Outcome:
     t = ctx.target
-    flt = _filter(ctx)
+    flt = listen_filter(ctx)
     if not flt:
         return Outcome("skip", "skipped: the server announces no listChanged capability")
     triggers = [{"name": n} for n in ctx.options.listen_triggers] or ctx.probe_tools()
@@ -68,7 +68,7 @@ async def fan_out(ctx: Context) -> Outcome:
     listens = [modern("subscriptions/listen", {"notifications": flt}) for _ in range(t.instances)]
     async with contextlib.AsyncExitStack() as stack:
         streams = [await stack.enter_async_context(t.stream(msg, i)) for i, msg in enumerate(listens)]
-        acks = await asyncio.gather(*(_ack(s, m["id"]) for s, m in zip(streams, listens, strict=True)))
+        acks = await asyncio.gather(*(acknowledged(s, m["id"]) for s, m in zip(streams, listens, strict=True)))
         bad = [f"instance {n + 1}: {p}" for n, p in enumerate(acks) if p]
         if bad:
             return Outcome("fail", "subscriptions/listen was not acknowledged: " + "; ".join(bad),
