@@ -22,6 +22,8 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
+import orjson
+
 from ..client.channels import StdioChannel
 from ..client.errors import ClientError
 from ..client.http11 import Endpoint, HttpError, Pool
@@ -132,7 +134,7 @@ class Target(Protocol):
 
 async def _http_exchange(pool: Pool, url: str, message: Message | None, *, instance: int, http_method: str,
                          headers: Mapping[str, str], timeout: float) -> Exchange:
-    body = b"" if message is None else _dumps(message)
+    body = b"" if message is None else orjson.dumps(message)
     ex = Exchange(message, http_method, dict(headers), instance)
     want = (message or {}).get("id")
     try:
@@ -155,12 +157,6 @@ async def _http_exchange(pool: Pool, url: str, message: Message | None, *, insta
     except HttpError as e:
         ex.failure = str(e)
     return ex
-
-
-def _dumps(message: Message) -> bytes:
-    import orjson
-
-    return orjson.dumps(message)
 
 
 class _HttpLane:
@@ -258,7 +254,7 @@ class HttpTarget(Recorder):
         url = self.urls[instance]
 
         async def source() -> AsyncIterator[Message]:
-            resp = await pool.request("POST", Endpoint.parse(url), headers, _dumps(message), timeout=10.0)
+            resp = await pool.request("POST", Endpoint.parse(url), headers, orjson.dumps(message), timeout=10.0)
             st.exchange.status, st.exchange.response_headers = resp.status, dict(resp.headers)
             if resp.content_type == "text/event-stream":
                 async for m in iter_messages(resp.iter_bytes()):
