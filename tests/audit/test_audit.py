@@ -268,3 +268,16 @@ def test_interrupting_an_audit_stops_every_instance_it_started(tmp_path: Path) -
     for pid in children:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_a_modern_sdk_stdio_server_serves_an_unsupported_version_after_earlier_requests(tmp_path: Path) -> None:
+    """@modelcontextprotocol/server 2.x `serveStdio` picks the era from the process's traffic: after the
+    audit's earlier requests on the process, a request naming version 2099-01-01 is served instead of
+    refused with -32022 — alone and interleaved. A fresh process refuses it (per-process state)."""
+    need(NODE, "Node 22 (tools/node)")
+    rc, rep, _ = audit(["--stdio", f"{NODE} {INTEROP / 'ts_server.mjs'} stdio"], tmp_path)
+    failed = by_status(rep, "fail")
+    assert rc == 1 and set(failed) == {"envelope.unsupported-version", "stdio.interleave"}
+    assert failed["envelope.unsupported-version"]["finding"] == (
+        "an unsupported protocol version: result (complete) instead of -32022")
+    assert "expected error -32022, got result (complete)" in failed["stdio.interleave"]["finding"]
