@@ -15,8 +15,8 @@ takes the principal from the Authorization header (for the memory-flatness test)
 
 from typing import Any
 
-TARGETS = ("bare", "ours", "ours_sync", "mcp", "fastmcp")
-PEERS = ("mcp", "fastmcp")  # run from the peers' venv
+TARGETS = ("bare", "ours", "ours_sync", "mcp", "fastmcp", "ours_legacy", "mcp_legacy")
+PEERS = ("mcp", "fastmcp", "mcp_legacy")  # run from the peers' venv
 
 
 def build_ours_sync() -> Any:
@@ -73,6 +73,15 @@ def build_ours() -> Any:
     return HttpTransport(app), app
 
 
+def build_ours_legacy() -> Any:
+    """Ours serving both eras, as `mcp-stateless serve` does by default (`--legacy serve`)."""
+    from mcp_stateless.server.legacy import LegacyServer
+    from mcp_stateless.transports.http import HttpTransport
+
+    app = build_ours()[1]
+    return HttpTransport(app, legacy=LegacyServer(app))
+
+
 def build_ours_stdio() -> Any:
     return build_ours()[1]
 
@@ -103,6 +112,12 @@ def build_mcp() -> Any:
 
 def build_mcp_http(json_response: bool) -> Any:
     return build_mcp().streamable_http_app(json_response=json_response, stateless_http=True)
+
+
+def build_mcp_legacy() -> Any:
+    """The official SDK's 2025-era path as it ships: stateful sessions (a per-process session map),
+    SSE responses (its default `json_response=False`)."""
+    return build_mcp().streamable_http_app()
 
 
 def build_fastmcp() -> Any:
@@ -177,4 +192,8 @@ def asgi_app(target: str, json_response: bool = True) -> Any:
         return build_mcp_http(json_response)
     if target == "fastmcp":
         return build_fastmcp_http(json_response)
+    if target == "ours_legacy":
+        return build_ours_legacy()
+    if target == "mcp_legacy":
+        return build_mcp_legacy()
     raise ValueError(f"unknown target {target!r}")

@@ -31,6 +31,7 @@ from uvicorn.supervisors import multiprocess
 from ..protocol.asgi import AsgiApp, Middleware
 from ..protocol.endpoint import Endpoint, LegacyEndpoint
 from ..protocol.principal import Authenticator
+from ..protocol.retirement import Retirement
 from ..protocol.security import OriginPolicy
 from .http import DEFAULT_MAX_BODY, HttpTransport
 from .limits import LIMITS_ATTR, EdgeLimits
@@ -56,6 +57,9 @@ def http_transport(
     instance: str | None = None,
     authenticator: Authenticator | None = None,
     legacy: LegacyEndpoint | None = None,
+    legacy_sse: bool = False,
+    legacy_until: Retirement | None = None,
+    public_url: str | None = None,
     routes: Mapping[str, AsgiApp] | None = None,
     middleware: Sequence[Middleware] = (),
 ) -> HttpTransport:
@@ -63,8 +67,8 @@ def http_transport(
     (`authenticator`: None applies the endpoint's own, as `HttpTransport` does)."""
     _endpoints.append(endpoint)
     return HttpTransport(endpoint, authenticator=authenticator, path=path, origin_policy=origin_policy,
-                         max_body=max_body, instance=instance, legacy=legacy, routes=routes,
-                         middleware=middleware)
+                         max_body=max_body, instance=instance, legacy=legacy, legacy_sse=legacy_sse,
+                         legacy_until=legacy_until, public_url=public_url, routes=routes, middleware=middleware)
 
 
 class _Server(uvicorn.Server):
