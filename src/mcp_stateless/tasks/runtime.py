@@ -27,7 +27,7 @@ from ..protocol.errors import McpError
 from ..state.base import StateUnavailable
 from .host import NeedsInput, TaskOutcome, ToolHost
 from .model import EXTENSION_ID, TaskRecord, TaskStatus, new_task_id
-from .store import MemoryTaskStore, TaskStore
+from .store import MemoryTaskStore, TaskStore, TaskUpdate
 
 if TYPE_CHECKING:
     from ..state.base import StateBundle
@@ -197,7 +197,13 @@ class TaskRuntime:
         tid = rec.task_id
         task = asyncio.get_running_loop().create_task(self._run(rec, runner))
         self._running[tid] = task
-        task.add_done_callback(lambda _t: self._running.pop(tid, None))
+
+        def forget(done: asyncio.Task[None]) -> None:
+            # a later run of the same task (resumed here after a park) may already have replaced this one
+            if self._running.get(tid) is done:
+                del self._running[tid]
+
+        task.add_done_callback(forget)
 
     async def _run(self, rec: TaskRecord, runner: Awaitable[TaskOutcome] | None) -> None:
         tid = rec.task_id
@@ -241,7 +247,11 @@ class TaskRuntime:
             except StateUnavailable:
                 continue
             rec = None if change is None else change.after
-            if rec is None or rec.cancel_requested or rec.terminal:
+            # Another instance holding the lease took the task over (ours lapsed): it runs it now, so the
+            # run here stops; `_finish` then writes nothing, the record is no longer ours.
+            if rec is None or rec.cancel_requested or rec.terminal or rec.lease_owner != me:
+                if rec is not None and not rec.terminal and rec.lease_owner != me:
+                    log.warning("task %s: lease taken over by %s; stopping the run here", tid, rec.lease_owner)
                 task = self._running.get(tid)
                 if task is not None:
                     task.cancel()
@@ -250,7 +260,9 @@ class TaskRuntime:
     async def _finish(self, tid: str, status: TaskStatus, *, result: dict[str, Any] | None = None,
                       error: dict[str, Any] | None = None, message: str | None = None) -> None:
         def done(rec: TaskRecord) -> bool:
-            if rec.terminal:
+            # Only the lease holder reports: a run that lost its lease to another instance (which re-ran
+            # or failed the task) must not overwrite what that instance decides.
+            if rec.terminal or rec.lease_owner != self.instance_id:
                 return False
             # Cancellation is cooperative: a handler that finished anyway reports what it did.
             rec.result, rec.error = result, error
@@ -259,12 +271,11 @@ class TaskRuntime:
             rec.touch(status, message)
             return True
 
-        await self.store.update(tid, done)
-        await self._publish(tid)
+        await self._publish_if_written(await self.store.update(tid, done))
 
     async def _park(self, tid: str, asked: NeedsInput) -> None:
         def park(rec: TaskRecord) -> bool:
-            if rec.terminal:
+            if rec.terminal or rec.lease_owner != self.instance_id:
                 return False
             fresh = {k: r for k, r in asked.requests.items() if k not in rec.answers}
             rec.input_requests = fresh
@@ -273,8 +284,7 @@ class TaskRuntime:
             rec.touch("input_required", "Waiting for input")
             return True
 
-        await self.store.update(tid, park)
-        await self._publish(tid)
+        await self._publish_if_written(await self.store.update(tid, park))
 
     async def _release(self, tid: str) -> None:
         def release(rec: TaskRecord) -> bool:
@@ -289,6 +299,10 @@ class TaskRuntime:
     async def _publish(self, tid: str) -> None:
         with contextlib.suppress(Exception):
             await self.host.publish(tid)
+
+    async def _publish_if_written(self, change: TaskUpdate | None) -> None:
+        if change is not None and change.written:
+            await self._publish(change.after.task_id)
 
     # ------------------------------------------------------------------ tasks/* methods
     async def _owned(self, req: Request, principal: str) -> TaskRecord:
