@@ -25,6 +25,7 @@ from mcp_stateless.tasks.runtime import TaskRuntime, malformed_answer
 from mcp_stateless.tasks.store import NAMESPACE, MemoryTaskStore, TaskStore, TaskUpdate
 
 from .test_lease_edges import _task
+from .test_lease_takeover import _SlowToAnnounceHost
 from .test_runtime import ScriptHost
 
 EXT = {"extensions": {EXTENSION_ID: {}}}
@@ -436,4 +437,28 @@ async def test_cancelling_a_task_running_here_stops_it_at_once(store: TaskStore,
         assert got is not None and got.status_message == "Cancelled by the client"
         assert host.published == [rec.task_id]  # announced once, by the run that stopped
     finally:
+        await rt.aclose()
+
+
+async def test_cancelling_a_task_whose_run_is_still_announcing_its_park_ends_it_at_once(store: TaskStore) -> None:
+    # waiting for input, though its run has not quite ended here: the task is over, not asked to stop
+    rt = TaskRuntime(store, instance_id="me")
+    host = _SlowToAnnounceHost()
+    rt.attach(host)
+    rec = _task(owner="me", lease_in=60.0)
+    await store.create(rec)
+    rt.spawn(rec)
+    try:
+        async def parked() -> bool:
+            got = await store.get(rec.task_id)
+            return got is not None and got.status == "input_required"
+
+        await _until("the task never parked", parked)
+        assert rec.task_id in rt._running  # still announcing
+        await _cancel(rt, rec.task_id)
+        got = await store.get(rec.task_id)
+        assert got is not None
+        assert (got.status, got.status_message, got.cancel_requested) == ("cancelled", "Cancelled by the client", False)
+    finally:
+        host.announce.set()
         await rt.aclose()
