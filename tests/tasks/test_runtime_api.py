@@ -218,6 +218,10 @@ async def _parked(store: TaskStore, asked: dict[str, dict[str, Any]]) -> tuple[T
         return got is not None and got.status == "input_required"
 
     await _until("never parked", waiting)
+    got = await store.get(rec.task_id)
+    assert got is not None
+    assert (got.status_message, got.input_requests, got.lease_owner, got.lease_until) == (
+        "Waiting for input", asked, None, 0.0)
     await asyncio.sleep(0.05)  # the parked run has ended
     return rt, host, rec.task_id
 
