@@ -112,6 +112,7 @@ async def _b_finishes_it(store: TaskStore, host_b: _GatedHost, tid: str) -> Task
     await _until("b never finished", done)
     got = await store.get(tid)
     assert got is not None
+    assert (got.lease_owner, got.lease_until) == (None, 0.0)  # a finished task holds no lease
     return got
 
 

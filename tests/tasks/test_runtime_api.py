@@ -7,6 +7,7 @@ itself, and never cancelled a task waiting for input or one whose lease had laps
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import re
 import time
@@ -466,3 +467,27 @@ async def test_cancelling_a_task_whose_run_is_still_announcing_its_park_ends_it_
     finally:
         host.announce.set()
         await rt.aclose()
+
+
+class _BusDown(ScriptHost):
+    async def publish(self, task_id: str) -> None:
+        raise RuntimeError("the bus is down")
+
+
+async def test_a_failing_announcement_does_not_fail_the_task_or_the_runtime(
+        store: TaskStore, caplog: pytest.LogCaptureFixture) -> None:
+    # listeners miss the change (they re-read on their next poll); the record is what counts
+    caplog.set_level(logging.DEBUG, logger="mcp_stateless.tasks")
+    rt = TaskRuntime(store, instance_id="me")
+    host = _BusDown([Completed({"content": []})])
+    rt.attach(host)
+    rec = _task(owner="me", lease_in=60.0)
+    await store.create(rec)
+    rt.spawn(rec)
+    run = rt._running[rec.task_id]
+    await asyncio.wait_for(run, 10)
+    assert run.exception() is None
+    got = await store.get(rec.task_id)
+    assert got is not None and (got.status, got.result) == ("completed", {"content": [], "resultType": "complete"})
+    assert [r.getMessage() for r in caplog.records if r.name == "mcp_stateless.tasks"] == []
+    await rt.aclose()
