@@ -1,0 +1,174 @@
+"""Redis engine edges the contract tests do not reach (found by mutation testing, docs/mutation.md): what a
+delete leaves in the due set, the purge count, malformed and empty bus messages, a bus that cannot subscribe
+failing its readers in bounded time, the reader giving its subscription back once nobody listens, and the
+reader's reconnection pace through outages (on its own redis-server, which these tests stop and start)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from mcp_stateless.state.base import StateUnavailable
+from mcp_stateless.state.redisdb import RedisBus, RedisConnection, RedisRecords
+from services import RedisServer, free_port
+
+ORIGIN = b"f" * 16  # another process's origin (ours is random hex of the same length)
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _raw(server: RedisServer) -> redis.Redis:
+    return redis.Redis(host="127.0.0.1", port=server.port, socket_timeout=5)
+
+
+async def test_a_delete_takes_the_key_out_of_its_namespaces_due_set(redis_server: RedisServer) -> None:
+    prefix = "edges0:"
+    conn = RedisConnection(redis_server.url, prefix=prefix)
+    records = RedisRecords(conn)
+    raw = _raw(redis_server)
+    try:
+        assert await records.create("ns", "a", b"x", due=time.time() - 1)
+        assert raw.zrange(f"{prefix}ns:~due", 0, -1) == [b"a"]
+        assert await records.delete("ns", "a")
+        assert raw.zcard(f"{prefix}ns:~due") == 0 and raw.exists(f"{prefix}ns:a") == 0
+        assert not await records.delete("ns", "a")
+        assert await records.purge(time.time() + 10) == 0  # Redis expires records itself
+    finally:
+        raw.close()
+        await records.aclose()
+
+
+async def _bus(server: RedisServer, prefix: str, timeout_s: float = 2.0) -> RedisBus:
+    return RedisBus(RedisConnection(server.url, prefix=prefix, timeout_s=timeout_s))
+
+
+async def test_bus_messages_of_exactly_an_origin_are_delivered_empty_and_shorter_ones_are_ignored_with_a_warning(
+        redis_server: RedisServer, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="mcp_stateless.state")
+    bus = await _bus(redis_server, prefix="edges1:")
+    raw = _raw(redis_server)
+    try:
+        sub = bus.subscribe("topic")
+        await sub.ready()
+        raw.publish("edges1:bus:topic", ORIGIN[:15])
+        raw.publish("edges1:bus:topic", ORIGIN)  # another process's origin and an empty payload
+        raw.publish("edges1:bus:topic", ORIGIN + b"after")
+        assert await sub.get(5) == b""
+        assert await sub.get(5) == b"after"
+        assert [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "mcp_stateless.state"] == [
+            ("WARNING", "ignored a malformed bus message on edges1:bus:topic")]
+        sub.close()
+    finally:
+        raw.close()
+        await bus.aclose()
+
+
+async def test_the_bus_accepts_channel_names_as_text_and_ignores_other_prefixes(
+        redis_server: RedisServer, caplog: pytest.LogCaptureFixture) -> None:
+    # redis-py hands channels over as bytes, or as str on a client that decodes responses
+    caplog.set_level(logging.WARNING, logger="mcp_stateless.state")
+    bus = await _bus(redis_server, prefix="edges2:")
+    try:
+        sub = bus.subscribe("topic")
+        bus._deliver("edges2:bus:topic", ORIGIN + b"as text")
+        bus._deliver(b"other:bus:topic", ORIGIN + b"not ours")
+        assert await sub.get(1) == b"as text"
+        assert await sub.get(0.2) is None
+        assert [r.getMessage() for r in caplog.records if r.name == "mcp_stateless.state"] == [
+            "ignored a malformed bus message on other:bus:topic"]
+        sub.close()
+    finally:
+        await bus.aclose()
+
+
+async def test_a_bus_that_cannot_subscribe_fails_its_readers_after_twice_the_timeout(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="mcp_stateless.state")
+    port = free_port()  # nothing listens there
+    bus = RedisBus(RedisConnection(f"redis://127.0.0.1:{port}/0", timeout_s=0.5))
+    try:
+        sub = bus.subscribe("topic")
+        t0 = time.monotonic()
+        with pytest.raises(StateUnavailable) as e:
+            await sub.ready()
+        waited = time.monotonic() - t0
+        assert 0.95 <= waited < 1.45, waited  # 2 x 0.5 s
+        tries = [r.getMessage() for r in caplog.records if r.name == "mcp_stateless.state"]
+        assert 3 <= len(tries) <= 6, tries  # at about 0, 0.1, 0.3 and 0.7 s
+        assert all(t.startswith(f"bus messages from other instances paused (redis redis://127.0.0.1:{port}/0: ")
+                   and t.endswith("; reconnecting") for t in tries), tries
+        assert e.value.message == (f"State store unavailable (redis redis://127.0.0.1:{port}/0): cannot subscribe "
+                                   "to the bus. The request was not completed; retry shortly.")
+        sub.close()
+    finally:
+        await bus.aclose()
+
+
+async def test_the_reader_gives_its_subscription_back_within_a_second_once_nobody_listens(
+        own_redis: RedisServer) -> None:
+    bus = await _bus(own_redis, prefix="edges3:")
+    raw = _raw(own_redis)
+    try:
+        before = raw.execute_command("PUBSUB", "NUMPAT")
+        sub = bus.subscribe("topic")
+        await sub.ready()
+        assert raw.execute_command("PUBSUB", "NUMPAT") == before + 1
+        raw.publish("edges3:bus:topic", ORIGIN + b"x")
+        assert await sub.get(5) == b"x"  # the reader has just started its next one-second wait
+        sub.close()
+        t0 = time.monotonic()
+        while raw.execute_command("PUBSUB", "NUMPAT") != before:
+            assert time.monotonic() - t0 < 1.7, "the reader kept its subscription"
+            await asyncio.sleep(0.02)
+        assert bus._reader is not None and bus._reader.done()
+    finally:
+        raw.close()
+        await bus.aclose()
+
+
+async def test_the_reader_reconnects_quickly_after_each_outage(
+        own_redis: RedisServer, caplog: pytest.LogCaptureFixture) -> None:
+    # one warning per attempt: 0.1 s, then doubling up to 2 s, and back to 0.1 s once reconnected
+    caplog.set_level(logging.WARNING, logger="mcp_stateless.state")
+    bus = await _bus(own_redis, prefix="edges4:", timeout_s=1.0)
+
+    def attempts() -> int:
+        return sum(1 for r in caplog.records if r.getMessage().startswith("bus messages from other instances paused"))
+
+    try:
+        sub = bus.subscribe("topic")
+        await sub.ready()
+        for outage in (1, 2):
+            before = attempts()
+            own_redis.stop()
+            await asyncio.sleep(1.2)  # attempts at about 0, 0.1, 0.3 and 0.7 s
+            assert 3 <= attempts() - before <= 6, (outage, attempts() - before)
+            own_redis.start()
+            raw = _raw(own_redis)
+            try:
+                deadline = time.monotonic() + 5
+                while True:  # published until the reader is back (messages before that are lost: pub/sub)
+                    raw.publish("edges4:bus:topic", ORIGIN + b"back")
+                    if await sub.get(0.1) == b"back":
+                        break
+                    assert time.monotonic() < deadline, f"no reconnection after outage {outage}"
+                while await sub.get(0.3) is not None:  # the other copies, delivered once it was back
+                    pass
+            finally:
+                raw.close()
+        sub.close()
+    finally:
+        await bus.aclose()
