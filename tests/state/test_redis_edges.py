@@ -172,3 +172,33 @@ async def test_the_reader_reconnects_quickly_after_each_outage(
         sub.close()
     finally:
         await bus.aclose()
+
+
+async def test_due_by_lists_at_most_one_hundred_by_default(redis_server: RedisServer) -> None:
+    records = RedisRecords(RedisConnection(redis_server.url, prefix="edges5:"))
+    try:
+        for i in range(101):
+            assert await records.create("ns", f"k{i:03}", b"x", due=1000.0 + i)
+        assert await records.due_by("ns", time.time()) == [f"k{i:03}" for i in range(100)]  # the earliest first
+    finally:
+        await records.aclose()
+
+
+async def test_a_publish_redis_cannot_take_is_still_delivered_here_and_logged(
+        own_redis: RedisServer, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="mcp_stateless.state")
+    bus = await _bus(own_redis, prefix="edges6:", timeout_s=0.5)
+    try:
+        sub = bus.subscribe("topic")
+        await sub.ready()
+        own_redis.stop()
+        caplog.clear()
+        await bus.publish("topic", b"local")
+        assert await sub.get(1) == b"local"
+        sent = [r.getMessage() for r in caplog.records if r.getMessage().startswith("a topic message")]
+        assert len(sent) == 1, sent
+        assert sent[0].startswith(f"a topic message was not sent to other instances: State store unavailable "
+                                  f"(redis {own_redis.url}): ")
+        sub.close()
+    finally:
+        await bus.aclose()
