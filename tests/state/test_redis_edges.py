@@ -202,3 +202,21 @@ async def test_a_publish_redis_cannot_take_is_still_delivered_here_and_logged(
         sub.close()
     finally:
         await bus.aclose()
+
+
+async def test_a_bus_closed_once_serves_a_new_subscription(redis_server: RedisServer) -> None:
+    # an App closed and started again (tests, lifespan restarts) reuses its bundle's bus
+    bus = await _bus(redis_server, prefix="edges7:")
+    raw = _raw(redis_server)
+    try:
+        first = bus.subscribe("topic")
+        await first.ready()
+        await bus.aclose()
+        again = bus.subscribe("topic")
+        await again.ready()
+        raw.publish("edges7:bus:topic", ORIGIN + b"after a close")
+        assert await again.get(5) == b"after a close"
+        again.close()
+    finally:
+        raw.close()
+        await bus.aclose()
