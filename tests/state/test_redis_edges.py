@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from mcp_stateless.state import open_state
 from mcp_stateless.state.base import StateUnavailable
 from mcp_stateless.state.redisdb import RedisBus, RedisConnection, RedisRecords
 from services import RedisServer, free_port
@@ -220,3 +221,54 @@ async def test_a_bus_closed_once_serves_a_new_subscription(redis_server: RedisSe
     finally:
         raw.close()
         await bus.aclose()
+
+
+async def test_a_record_expires_at_the_first_millisecond_not_before_its_time(redis_server: RedisServer) -> None:
+    records = RedisRecords(RedisConnection(redis_server.url, prefix="edges8:"))
+    raw = _raw(redis_server)
+    try:
+        at = time.time() + 60.0004
+        assert await records.create("ns", "a", b"x", expires_at=at)
+        assert raw.execute_command("PEXPIRETIME", "edges8:ns:a") == int(at * 1000) + 1
+        got = await records.get("ns", "a")
+        assert got is not None
+        assert await records.swap("ns", "a", got.version, b"y", expires_at=at + 1)
+        assert raw.execute_command("PEXPIRETIME", "edges8:ns:a") == int((at + 1) * 1000) + 1
+    finally:
+        raw.close()
+        await records.aclose()
+
+
+async def test_a_hash_that_is_not_a_record_reads_as_absent(redis_server: RedisServer) -> None:
+    records = RedisRecords(RedisConnection(redis_server.url, prefix="edges9:"))
+    raw = _raw(redis_server)
+    try:
+        raw.hset("edges9:ns:data-only", "d", b"x")
+        raw.hset("edges9:ns:version-only", "v", 3)
+        assert await records.get("ns", "data-only") is None
+        assert await records.get("ns", "version-only") is None
+    finally:
+        raw.close()
+        await records.aclose()
+
+
+async def test_a_bus_nobody_subscribed_to_is_live_at_once() -> None:
+    bus = RedisBus(RedisConnection(f"redis://127.0.0.1:{free_port()}/0", timeout_s=0.5))
+    await asyncio.wait_for(bus.live(), 0.2)  # no reader to wait for (and no Redis needed)
+    await bus.aclose()
+
+
+async def test_a_redis_url_sets_the_timeout_and_the_prefix(redis_server: RedisServer) -> None:
+    tuned, plain = open_state(f"{redis_server.url}?timeout=0.7&prefix=edges10:"), open_state(redis_server.url)
+    raw = _raw(redis_server)
+    try:
+        for bundle, timeout_s, prefix in ((tuned, 0.7, "edges10:"), (plain, 2.0, "mcp-stateless:")):
+            assert isinstance(bundle.records, RedisRecords)
+            assert (bundle.records.conn.timeout_s, bundle.records.conn.prefix) == (timeout_s, prefix)
+            assert await bundle.records.create("edges", "k", b"x")
+            assert raw.exists(f"{prefix}edges:k") == 1
+            assert await bundle.records.delete("edges", "k")
+    finally:
+        raw.close()
+        await tuned.aclose()
+        await plain.aclose()
