@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -272,3 +273,33 @@ async def test_a_redis_url_sets_the_timeout_and_the_prefix(redis_server: RedisSe
         raw.close()
         await tuned.aclose()
         await plain.aclose()
+
+
+async def test_a_call_to_a_redis_that_stopped_answering_fails_after_its_socket_timeout(own_redis: RedisServer) -> None:
+    records = RedisRecords(RedisConnection(own_redis.url, prefix="edges11:", timeout_s=0.5))
+    assert own_redis.proc is not None
+    try:
+        assert await records.get("ns", "k") is None  # connected
+        own_redis.proc.send_signal(signal.SIGSTOP)
+        t0 = time.monotonic()
+        with pytest.raises(StateUnavailable) as e:
+            await records.get("ns", "k")
+        waited = time.monotonic() - t0
+        assert 0.45 <= waited < 1.6, waited  # the socket timeout (and one retry), within 3 x 0.5 s in all
+        assert e.value.message.startswith(f"State store unavailable (redis {own_redis.url}): ")
+    finally:
+        own_redis.proc.send_signal(signal.SIGCONT)
+        await records.aclose()
+
+
+async def test_a_call_to_a_dead_redis_says_where_and_why() -> None:
+    port = free_port()
+    records = RedisRecords(RedisConnection(f"redis://127.0.0.1:{port}/0", timeout_s=0.5))
+    try:
+        with pytest.raises(StateUnavailable) as e:
+            await records.get("ns", "k")
+        assert e.value.message.startswith(f"State store unavailable (redis redis://127.0.0.1:{port}/0): "
+                                          f"Error 111 connecting to 127.0.0.1:{port}.")
+        assert e.value.message.endswith(". The request was not completed; retry shortly.")
+    finally:
+        await records.aclose()
