@@ -19,6 +19,7 @@ import pytest
 from mcp_stateless.protocol.envelope import Request
 from mcp_stateless.protocol.errors import McpError
 from mcp_stateless.state import open_state
+from mcp_stateless.state.base import StateUnavailable
 from mcp_stateless.state.memory import MemoryRecords
 from mcp_stateless.tasks.host import Completed, NeedsInput, TaskOutcome
 from mcp_stateless.tasks.model import EXTENSION_ID, TaskRecord
@@ -490,4 +491,62 @@ async def test_a_failing_announcement_does_not_fail_the_task_or_the_runtime(
     got = await store.get(rec.task_id)
     assert got is not None and (got.status, got.result) == ("completed", {"content": [], "resultType": "complete"})
     assert [r.getMessage() for r in caplog.records if r.name == "mcp_stateless.tasks"] == []
+    await rt.aclose()
+
+
+class _DownRecords(MemoryRecords):
+    down = False
+
+    async def get(self, ns: str, key: str) -> Any:
+        if self.down:
+            raise StateUnavailable("test engine", "connection refused")
+        return await super().get(ns, key)
+
+
+class _Ending(ScriptHost):
+    """Ends its run in one of four ways; "store-down" cuts the store off first."""
+
+    def __init__(self, records: _DownRecords, ending: str) -> None:
+        super().__init__([])
+        self.records, self.ending = records, ending
+
+    async def run(self, rec: TaskRecord) -> TaskOutcome:
+        if self.ending == "tool-outage":  # the tool's own store call failed
+            raise StateUnavailable("test engine", "connection refused")
+        if self.ending in ("store-down", "crash-store-down"):
+            self.records.down = True
+        if self.ending.startswith("crash"):
+            raise RuntimeError("boom")
+        return Completed({"content": []})
+
+
+@pytest.mark.parametrize("ending", ["store-down", "tool-outage", "crash", "crash-store-down"])
+async def test_a_run_that_cannot_report_or_crashes_says_so_in_the_log(
+        ending: str, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="mcp_stateless.tasks")
+    records = _DownRecords()
+    store = TaskStore(records)
+    rt = TaskRuntime(store, instance_id="me")
+    rt.attach(_Ending(records, ending))
+    rec = _task(owner="me", lease_in=60.0)
+    await store.create(rec)
+    rt.spawn(rec)
+    run = rt._running[rec.task_id]
+    await asyncio.wait_for(run, 10)
+    assert run.exception() is None  # handled and logged, not left to the event loop
+    records.down = False
+    logged = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "mcp_stateless.tasks"]
+    got = await store.get(rec.task_id)
+    assert got is not None
+    outage = StateUnavailable("test engine", "connection refused")
+    lapses = ("ERROR", f"task {rec.task_id}: store unavailable, lease will lapse: {outage}")
+    crashed = ("ERROR", f"task {rec.task_id} crashed")
+    if ending == "crash":
+        assert logged == [crashed]
+        assert (got.status, got.error) == ("failed", {"code": -32603, "message": "Internal error"})
+        crash = next(r for r in caplog.records if r.getMessage() == crashed[1])
+        assert crash.exc_info is not None and isinstance(crash.exc_info[1], RuntimeError)
+    else:  # nothing written: the lease lapses and whichever instance notices re-runs or fails the task
+        assert logged == ([crashed] if ending == "crash-store-down" else []) + [lapses]
+        assert (got.status, got.lease_owner, got.error) == ("working", "me", None)
     await rt.aclose()

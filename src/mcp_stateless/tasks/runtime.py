@@ -209,6 +209,17 @@ class TaskRuntime:
         tid = rec.task_id
         renew = asyncio.get_running_loop().create_task(self._renew(tid))
         try:
+            await self._settle(rec, runner)
+        except StateUnavailable as e:
+            # The tool's own store call, or the write of its outcome: nothing can be written now, so the
+            # lease lapses and whichever instance notices re-runs or fails the task.
+            log.error("task %s: store unavailable, lease will lapse: %s", tid, e)
+        finally:
+            renew.cancel()
+
+    async def _settle(self, rec: TaskRecord, runner: Awaitable[TaskOutcome] | None) -> None:
+        tid = rec.task_id
+        try:
             if runner is None:
                 runner = self.host.run(rec)
             outcome = await runner
@@ -216,6 +227,8 @@ class TaskRuntime:
                 await self._park(tid, outcome)
             else:
                 await self._finish(tid, "completed", result={**outcome.result, "resultType": "complete"})
+        except StateUnavailable:
+            raise  # an McpError too, but not the tool's verdict: see _run
         except McpError as e:
             await self._finish(tid, "failed", error=e.to_error())
         except asyncio.CancelledError:
@@ -223,13 +236,9 @@ class TaskRuntime:
                 await self._release(tid)
             else:
                 await self._finish(tid, "cancelled", message="Cancelled by the client")
-        except StateUnavailable as e:
-            log.error("task %s: store unavailable, lease will lapse: %s", tid, e)
         except Exception:
             log.exception("task %s crashed", tid)
             await self._finish(tid, "failed", error={"code": errors.INTERNAL_ERROR, "message": "Internal error"})
-        finally:
-            renew.cancel()
 
     async def _renew(self, tid: str) -> None:
         me = self.instance_id
