@@ -5,7 +5,9 @@ The principal is read from `Authorization: Bearer <name>` (a stand-in for real O
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -52,6 +54,18 @@ def build() -> App:
         await app.notify_resource_updated(uri)
         return {"touched": uri}
 
+    @app.tool()
+    async def add_file_and_hold(importHandle: importer.Import, uri: str, pidfile: str) -> dict[str, Any]:
+        """add_file whose answer the first instance to run it holds back (its write is committed), after
+        writing its pid to `pidfile` so that a test can kill exactly that instance; a replay of the same
+        call elsewhere (a proxy re-sending it) answers at once."""
+        data = await importHandle.update(lambda d: d["files"].append(uri))
+        marker = Path(pidfile)
+        if not marker.exists():
+            marker.write_text(str(os.getpid()))
+            await asyncio.sleep(30)
+        return {"files": len(data["files"])}
+
     @app.resource("file:///watched/{name}")
     def watched(name: str) -> str:
         return name
@@ -63,8 +77,6 @@ def build() -> App:
 def add_task_tools(app: App) -> None:
     """Tasks extension tools for tests/cluster/test_tasks_cluster.py (short leases so a dead instance is
     noticed quickly)."""
-    import asyncio
-
     from mcp_stateless import TaskRuntime
 
     app.enable_tasks(TaskRuntime(lease_s=1.5, sweep_interval_s=0.25, poll_interval_ms=100))

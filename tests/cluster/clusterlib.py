@@ -45,8 +45,8 @@ class Instance:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> Instance:
-        env = {**os.environ, "MCP_STATELESS_KEYS": KEYS}
-        env.pop("MCP_STATELESS_STATE", None)
+        # the caller's MCP_STATELESS_* (state, auth, instance name) must not reach the instances
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_STATELESS_")} | {"MCP_STATELESS_KEYS": KEYS}
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(
                 [EXE, "serve", APP, "--http", f"127.0.0.1:{self.port}", "--state", self.state,

@@ -27,7 +27,7 @@ from ..protocol.errors import McpError
 from ..state.base import StateUnavailable
 from .host import NeedsInput, TaskOutcome, ToolHost
 from .model import EXTENSION_ID, TaskRecord, TaskStatus, new_task_id
-from .store import MemoryTaskStore, TaskStore
+from .store import MemoryTaskStore, TaskStore, TaskUpdate
 
 if TYPE_CHECKING:
     from ..state.base import StateBundle
@@ -206,11 +206,28 @@ class TaskRuntime:
         tid = rec.task_id
         task = asyncio.get_running_loop().create_task(self._run(rec, runner))
         self._running[tid] = task
-        task.add_done_callback(lambda _t: self._running.pop(tid, None))
+
+        def forget(done: asyncio.Task[None]) -> None:
+            # a later run of the same task (resumed here after a park) may already have replaced this one
+            if self._running.get(tid) is done:
+                del self._running[tid]
+
+        task.add_done_callback(forget)
 
     async def _run(self, rec: TaskRecord, runner: Awaitable[TaskOutcome] | None) -> None:
         tid = rec.task_id
         renew = asyncio.get_running_loop().create_task(self._renew(tid))
+        try:
+            await self._settle(rec, runner)
+        except StateUnavailable as e:
+            # The tool's own store call, or the write of its outcome: nothing can be written now, so the
+            # lease lapses and whichever instance notices re-runs or fails the task.
+            log.error("task %s: store unavailable, lease will lapse: %s", tid, e)
+        finally:
+            renew.cancel()
+
+    async def _settle(self, rec: TaskRecord, runner: Awaitable[TaskOutcome] | None) -> None:
+        tid = rec.task_id
         try:
             if runner is None:
                 runner = self.host.run(rec)
@@ -219,6 +236,8 @@ class TaskRuntime:
                 await self._park(tid, outcome)
             else:
                 await self._finish(tid, "completed", result={**outcome.result, "resultType": "complete"})
+        except StateUnavailable:
+            raise  # an McpError too, but not the tool's verdict: see _run
         except McpError as e:
             await self._finish(tid, "failed", error=e.to_error())
         except asyncio.CancelledError:
@@ -226,13 +245,9 @@ class TaskRuntime:
                 await self._release(tid)
             else:
                 await self._finish(tid, "cancelled", message="Cancelled by the client")
-        except StateUnavailable as e:
-            log.error("task %s: store unavailable, lease will lapse: %s", tid, e)
         except Exception:
             log.exception("task %s crashed", tid)
             await self._finish(tid, "failed", error={"code": errors.INTERNAL_ERROR, "message": "Internal error"})
-        finally:
-            renew.cancel()
 
     async def _renew(self, tid: str) -> None:
         me = self.instance_id
@@ -250,7 +265,11 @@ class TaskRuntime:
             except StateUnavailable:
                 continue
             rec = None if change is None else change.after
-            if rec is None or rec.cancel_requested or rec.terminal:
+            # Another instance holding the lease took the task over (ours lapsed): it runs it now, so the
+            # run here stops; `_finish` then writes nothing, the record is no longer ours.
+            if rec is None or rec.cancel_requested or rec.terminal or rec.lease_owner != me:
+                if rec is not None and not rec.terminal and rec.lease_owner != me:
+                    log.warning("task %s: lease taken over by %s; stopping the run here", tid, rec.lease_owner)
                 task = self._running.get(tid)
                 if task is not None:
                     task.cancel()
@@ -259,7 +278,9 @@ class TaskRuntime:
     async def _finish(self, tid: str, status: TaskStatus, *, result: dict[str, Any] | None = None,
                       error: dict[str, Any] | None = None, message: str | None = None) -> None:
         def done(rec: TaskRecord) -> bool:
-            if rec.terminal:
+            # Only the lease holder reports: a run that lost its lease to another instance (which re-ran
+            # or failed the task) must not overwrite what that instance decides.
+            if rec.terminal or rec.lease_owner != self.instance_id:
                 return False
             # Cancellation is cooperative: a handler that finished anyway reports what it did.
             rec.result, rec.error = result, error
@@ -268,12 +289,11 @@ class TaskRuntime:
             rec.touch(status, message)
             return True
 
-        await self.store.update(tid, done)
-        await self._publish(tid)
+        await self._publish_if_written(await self.store.update(tid, done))
 
     async def _park(self, tid: str, asked: NeedsInput) -> None:
         def park(rec: TaskRecord) -> bool:
-            if rec.terminal:
+            if rec.terminal or rec.lease_owner != self.instance_id:
                 return False
             fresh = {k: r for k, r in asked.requests.items() if k not in rec.answers}
             rec.input_requests = fresh
@@ -282,8 +302,7 @@ class TaskRuntime:
             rec.touch("input_required", "Waiting for input")
             return True
 
-        await self.store.update(tid, park)
-        await self._publish(tid)
+        await self._publish_if_written(await self.store.update(tid, park))
 
     async def _release(self, tid: str) -> None:
         def release(rec: TaskRecord) -> bool:
@@ -298,6 +317,10 @@ class TaskRuntime:
     async def _publish(self, tid: str) -> None:
         with contextlib.suppress(Exception):
             await self.host.publish(tid)
+
+    async def _publish_if_written(self, change: TaskUpdate | None) -> None:
+        if change is not None and change.written:
+            await self._publish(change.after.task_id)
 
     # ------------------------------------------------------------------ tasks/* methods
     async def _owned(self, req: Request, principal: str) -> TaskRecord:
