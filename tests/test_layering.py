@@ -36,7 +36,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "transports": frozenset({"protocol"}),
     "client": frozenset({"protocol"}),
     "auth": frozenset({"protocol"}),
-    "cli": frozenset({"protocol", "conformance", "state", "tasks", "server", "transports", "client", "auth"}),
+    "observability": frozenset({"protocol", "state", "tasks", "server"}),
+    "cli": frozenset({"protocol", "conformance", "state", "tasks", "server", "transports", "client", "auth",
+                     "observability"}),
 }
 # Third-party packages that make up the server stack: the layers a client or a transport is built from
 # must not need them.

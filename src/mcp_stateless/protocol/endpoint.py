@@ -10,7 +10,7 @@ a bridge in front of legacy servers are others.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -98,6 +98,21 @@ class Endpoint(Protocol):
     # A generator, not any iterator: a transport whose client went away must `aclose()` it to release
     # the subscription behind it at once.
     def listen(self, req: Request, call: Call) -> AsyncGenerator[ListenItem, None]: ...
+
+
+Handler = Callable[[Request, Call], Awaitable[Reply]]
+Lister = Callable[[Request, Call], AsyncGenerator[ListenItem, None]]
+
+
+class Middleware(Protocol):
+    """Wraps what an endpoint answers, for every transport at once: `handle` gets each request with
+    the rest of the chain as `call_next`, `listen` each listen stream. Metrics and tracing are
+    middleware (`mcp_stateless.observability`); so is anything an application wants around every call.
+    A middleware that has nothing to do for listen streams returns ``call_next(req, call)``."""
+
+    async def handle(self, req: Request, call: Call, call_next: Handler) -> Reply: ...
+
+    def listen(self, req: Request, call: Call, call_next: Lister) -> AsyncGenerator[ListenItem, None]: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ..protocol.caching import CacheHint
-from ..protocol.endpoint import Call, ListenItem, Reply
+from ..protocol.endpoint import Call, Handler, ListenItem, Lister, Middleware, Reply
 from ..protocol.envelope import MethodTable, Request
 from ..protocol.mrtr import KeyRing
 from ..protocol.principal import (
@@ -52,7 +52,8 @@ class App:
     mapping from method (``"tools/list"``, ``"server/discover"``, …) to its hint. ``principal`` (a
     ``(headers) -> id`` function) or ``authenticator`` says who is calling; transports apply it unless
     they are given their own. ``listen_max_subscriptions`` caps the ``resourceSubscriptions`` (and the
-    ``taskIds``) of one listen stream; a larger filter is refused with -32602.
+    ``taskIds``) of one listen stream; a larger filter is refused with -32602. ``middleware`` wraps every
+    request and listen stream on every transport, first given outermost (see `add_middleware`).
     """
 
     def __init__(
@@ -74,6 +75,7 @@ class App:
         supported_versions: tuple[str, ...] = MODERN_VERSIONS,
         tasks: TaskRuntime | None = None,
         state: StateBundle | None = None,
+        middleware: Sequence[Middleware] = (),
     ) -> None:
         self.name = name
         self.version = version
@@ -104,6 +106,11 @@ class App:
         self.listeners = Listeners(self.catalog, listen_keepalive_s, event_bus, listen_max_subscriptions)
         self._own_event_bus = event_bus is not None
         self._dispatch = Dispatcher(self)
+        self.middleware: list[Middleware] = []
+        self._handle: Handler = self._dispatch.handle
+        self._listen: Lister = self.listeners.stream
+        for m in middleware:
+            self.add_middleware(m)
         self._background: set[asyncio.Task[None]] = set()
         self.table = MethodTable(self.catalog.methods, self.catalog.tool_headers)
         self.state: StateBundle | None = None
@@ -317,6 +324,18 @@ class App:
     def capabilities(self) -> dict[str, Any]:
         return self.catalog.capabilities()
 
+    # ------------------------------------------------------------------ middleware
+    def add_middleware(self, middleware: Middleware) -> None:
+        """Wrap every request and listen stream from now on; a later middleware runs inside the earlier
+        ones (the first added sees a request first and its reply last)."""
+        self.middleware.append(middleware)
+        handle: Handler = self._dispatch.handle
+        listen: Lister = self.listeners.stream
+        for m in reversed(self.middleware):
+            handle = _wrap_handle(m, handle)
+            listen = _wrap_listen(m, listen)
+        self._handle, self._listen = handle, listen
+
     # ------------------------------------------------------------------ change events
     def _changed(self, kind: ListKind) -> None:
         try:
@@ -358,13 +377,27 @@ class App:
 
     async def handle(self, req: Request, call: Call = _NO_CALL) -> Reply:
         """Answer one validated request with its complete JSON-RPC response."""
-        return await self._dispatch.handle(req, call)
+        return await self._handle(req, call)
 
     def listen(self, req: Request, call: Call = _NO_CALL) -> AsyncGenerator[ListenItem, None]:
         """One listen stream: the acknowledgement, events, a keep-alive after `listen_keepalive_s` idle,
         and on shutdown the final result (`ListenEnd`)."""
-        return self.listeners.stream(req, call)
+        return self._listen(req, call)
 
     def honoured_filter(self, requested: Any, capabilities: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The part of a listen filter this app honours (raises McpError for a malformed one)."""
         return self.listeners.honoured_filter(requested, capabilities)
+
+
+def _wrap_handle(m: Middleware, call_next: Handler) -> Handler:
+    async def handle(req: Request, call: Call) -> Reply:
+        return await m.handle(req, call, call_next)
+
+    return handle
+
+
+def _wrap_listen(m: Middleware, call_next: Lister) -> Lister:
+    def listen(req: Request, call: Call) -> AsyncGenerator[ListenItem, None]:
+        return m.listen(req, call, call_next)
+
+    return listen
