@@ -94,9 +94,10 @@ class Tracing:
         transport = ambient if ambient.is_valid else header_ctx
         if from_meta is not None:
             parent = propagate.extract(from_meta)
-            if trace.get_current_span(parent).get_span_context().is_valid:
-                links = [Link(transport)] if transport is not None and transport.is_valid else []
-                return parent, links
+            parent_span = trace.get_current_span(parent).get_span_context()
+            if parent_span.is_valid:
+                linked = transport is not None and transport.is_valid and transport.span_id != parent_span.span_id
+                return parent, [Link(transport)] if linked and transport is not None else []
         if ambient.is_valid:
             return None, []  # the current context is the parent
         if header_ctx is not None and header_ctx.is_valid:
