@@ -80,6 +80,8 @@ def main() -> None:
     p.add_argument("--sse", action="store_true")
     p.add_argument("--profile", action="store_true")
     p.add_argument("--uvloop", action="store_true")
+    p.add_argument("--default-gc", action="store_true",
+                   help="keep CPython's collector settings (HttpTransport settles the heap at lifespan start-up)")
     a = p.parse_args()
     app = targets.asgi_app(a.target)
     run: Any = asyncio.run
@@ -88,6 +90,13 @@ def main() -> None:
 
         run = uvloop.run
     run(drive(app, 2000, a.conc, a.sse))  # warm up
+    if not a.default_gc and a.target != "bare":
+        try:
+            from mcp_stateless.transports.heap import settle_heap
+        except ImportError:  # an older tree (bench/hotpath_compare.py) that did not settle its heap
+            pass
+        else:
+            settle_heap()  # as HttpTransport does at lifespan start-up (no lifespan here)
     if a.profile:
         prof = cProfile.Profile()
         prof.enable()

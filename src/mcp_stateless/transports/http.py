@@ -33,8 +33,10 @@ from ..protocol.principal import (
     Challenge,
     Credentials,
     Principal,
+    ResolverAuthenticator,
 )
 from ..protocol.security import OriginPolicy
+from .heap import settle_heap
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -190,8 +192,9 @@ class HttpTransport:
         self.endpoint = endpoint
         self.legacy = legacy
         self.authenticator = authenticator_for(endpoint, authenticator)
-        # perf: with no authentication configured, skip the authenticator's coroutine on every request
+        # perf: with no authentication configured, or a synchronous resolver, no coroutine per request
         self._anonymous = isinstance(self.authenticator, AnonymousAuthenticator)
+        self._resolver = self.authenticator if isinstance(self.authenticator, ResolverAuthenticator) else None
         # An OAuth authenticator (auth.BearerAuthenticator) brings GET routes (RFC 9728 metadata) and the
         # 403 step-up challenge for `InsufficientScope`; both optional, so any Authenticator works.
         self._routes: Mapping[str, bytes] = getattr(self.authenticator, "metadata_routes", None) or {}
@@ -220,6 +223,7 @@ class HttpTransport:
             msg = await receive()
             if msg["type"] == "lifespan.startup":
                 await self.endpoint.startup()
+                settle_heap()  # the server owns this process: its start-up objects live as long as it
                 await send({"type": "lifespan.startup.complete"})
             elif msg["type"] == "lifespan.shutdown":
                 await self.endpoint.aclose()
@@ -286,7 +290,12 @@ class HttpTransport:
                 errors.INVALID_REQUEST, "Accept must list application/json and text/event-stream"))
             return
 
-        who = ANONYMOUS if self._anonymous else await self.authenticator.authenticate(Credentials("http", headers))
+        if self._anonymous:
+            who: Principal | Challenge = ANONYMOUS
+        elif self._resolver is not None:
+            who = self._resolver.principal_for(headers)
+        else:
+            who = await self.authenticator.authenticate(Credentials("http", headers))
         if isinstance(who, Challenge):
             await _challenge(send, who)
             return

@@ -42,6 +42,7 @@ from ..protocol.envelope import Notification, Rejection, Request
 from ..protocol.errors import McpError
 from ..protocol.legacy import stdio_era
 from ..protocol.principal import ANONYMOUS, Authenticator, Challenge, Credentials
+from .heap import settle_heap
 
 log = logging.getLogger("mcp_stateless.stdio")
 
@@ -369,6 +370,7 @@ async def _amain(endpoint: Endpoint, out_fd: int, tool_threads: int, authenticat
         server.attach_stdout(transport)
     else:  # a regular file as stdout: plain blocking writes
         server._out_fd = out_fd
+    settle_heap()
     served = await server.serve(reader)
     if server._out is not None:
         server._out.close()
