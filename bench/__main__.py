@@ -49,7 +49,7 @@ SERVER_CPU = os.environ.get("BENCH_SERVER_CPU", "0")
 CLIENT_CPU = os.environ.get("BENCH_CLIENT_CPU", "1")
 RESULTS_DIR = ROOT / ".cache/bench-results"
 
-HTTP_TARGETS = ("bare", "ours", "ours_sync", "mcp", "fastmcp")
+HTTP_TARGETS = ("bare", "ours", "ours_sync", "ours_metrics", "ours_otel", "mcp", "fastmcp")
 SSE_TARGETS = ("ours", "mcp", "fastmcp")
 STDIO_TARGETS = ("ours", "mcp", "fastmcp")
 STACKS = ("h11", "fast")
@@ -532,6 +532,12 @@ def targets_met(results: dict[str, Any]) -> Iterator[tuple[str, bool | None, str
     yield "httptools+uvloop calls/s >= 10x fastmcp", (r >= 10) if r else None, f"{fmt(r, 2)}x"
     r = ratio(get("ours/h11", "cpu_us_per_call"), get("bare/h11", "cpu_us_per_call"))
     yield "plain uvicorn CPU/call <= 1.5x bare ASGI", (r <= 1.5) if r else None, f"{fmt(r, 2)}x"
+    for stack in STACKS:
+        r = ratio(get(f"ours_metrics/{stack}", "rps"), get(f"ours/{stack}", "rps"))
+        yield f"{STACK_LABEL[stack]}: metrics on within 10% of off", (r >= 0.9) if r else None, f"{fmt(r, 3)}x"
+        r = ratio(get(f"ours_otel/{stack}", "rps"), get(f"ours/{stack}", "rps"))
+        yield f"{STACK_LABEL[stack]}: otel installed, no exporter, within 5%", (r >= 0.95) if r else None, \
+            f"{fmt(r, 3)}x"
     st = results.get("stdio", {})
     r = ratio(st.get("ours", {}).get("rps"), st.get("mcp", {}).get("rps"))
     yield "stdio calls/s >= 2x mcp", (r >= 2) if r else None, f"{fmt(r, 2)}x"
@@ -570,7 +576,7 @@ def main() -> None:
     p.add_argument("--rounds", type=int)
     p.add_argument("--duration", type=float, help="measured seconds per run")
     p.add_argument("--warmup", type=float)
-    p.add_argument("--targets", default="bare,ours,ours_sync,mcp,fastmcp")
+    p.add_argument("--targets", default="bare,ours,ours_sync,ours_metrics,ours_otel,mcp,fastmcp")
     p.add_argument("--stacks", default="h11,fast")
     p.add_argument("--sse-stacks", default="fast", help="stacks for the SSE section (default: httptools+uvloop)")
     p.add_argument("--memory-requests", type=int)

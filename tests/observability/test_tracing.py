@@ -4,11 +4,14 @@ subprocess exporting through OTEL_TRACES_EXPORTER=console)."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import orjson
@@ -21,6 +24,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from mcp_stateless import App, Client, Context, McpError, ToolError
 from mcp_stateless.observability import Tracing, known_names
+from services import http_server
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")
@@ -239,3 +243,55 @@ async def test_a_trace_continues_over_stdio_and_otel_env_configures_export(
     assert echo["attributes"]["network.transport"] == "pipe"
     assert echo["attributes"]["gen_ai.tool.name"] == "echo"
     assert "network.protocol.name" not in echo["attributes"]
+
+
+class _Collector(http.server.BaseHTTPRequestHandler):
+    """A minimal OTLP/HTTP trace receiver: keeps every ExportTraceServiceRequest it is sent."""
+
+    received: ClassVar[list[Any]] = []
+
+    def do_POST(self) -> None:
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+        body = self.rfile.read(int(self.headers["content-length"]))
+        msg = ExportTraceServiceRequest()
+        msg.ParseFromString(body)
+        type(self).received.append((self.path, msg))
+        self.send_response(200)
+        self.send_header("content-type", "application/x-protobuf")
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_otlp_export_configured_by_the_standard_variables() -> None:
+    collector = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    _Collector.received = []
+    thread = threading.Thread(target=collector.serve_forever, daemon=True)
+    thread.start()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "MCP_STATELESS_"))}
+    env.update({"OTEL_TRACES_EXPORTER": "otlp",  # the protocol left to its default, http/protobuf
+                "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.server_port}",
+                "OTEL_BSP_SCHEDULE_DELAY": "100", "OTEL_SERVICE_NAME": "observed-otlp"})
+    argv = [CLI, "serve", "tests/apps/observed_app.py:app", "--http", "127.0.0.1:{port}", "--state", "memory://"]
+    try:
+        with http_server(argv, "serve with OTLP export", cwd=ROOT, env=env) as url:
+            assert _post(url, {"traceparent": f"00-{META_TRACE}-{META_SPAN}-01"}).status_code == 200
+            deadline = time.monotonic() + 20
+            spans: list[Any] = []
+            while not spans:
+                assert time.monotonic() < deadline, "no span reached the OTLP receiver"
+                time.sleep(0.1)
+                spans = [(path, rs, span) for path, msg in list(_Collector.received) for rs in msg.resource_spans
+                         for ss in rs.scope_spans for span in ss.spans if span.name == "tools/call echo"]
+    finally:
+        collector.shutdown()
+        collector.server_close()
+    ((path, resource_spans, span),) = spans
+    assert path == "/v1/traces"
+    assert (span.trace_id.hex(), span.parent_span_id.hex()) == (META_TRACE, META_SPAN)
+    assert span.kind == span.SPAN_KIND_SERVER
+    service = {a.key: a.value.string_value for a in resource_spans.resource.attributes}["service.name"]
+    assert service == "observed-otlp"

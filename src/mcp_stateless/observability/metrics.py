@@ -15,12 +15,12 @@ Every label is bounded (see `semconv`). Metrics are per process: with several wo
 from __future__ import annotations
 
 import asyncio
+import bisect
 import time
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
-from typing import Any
 
-from prometheus_client import CollectorRegistry, Gauge, Histogram
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector
 
@@ -41,62 +41,44 @@ TaskStats = Callable[[], tuple[int, Mapping[str, int]] | None]
 LegacyCounters = Callable[[], Mapping[tuple[str, int], int] | None]
 
 
-class _ScrapeCollector(Collector):
-    def __init__(self, tasks: TaskStats | None, legacy: LegacyCounters | None) -> None:
-        self._tasks = tasks
-        self._legacy = legacy
+class _Series:
+    """One label set of the histogram: a count per bucket (not cumulative), the sum and the count."""
 
-    def collect(self) -> Iterable[Metric]:
-        errors = CounterMetricFamily("mcp_state_store_errors", "State store operations that failed "
-                                     "(the store was unreachable or refused)", labels=["engine"])
-        for engine, n in sorted(dict(STATE_ERRORS).items()):
-            errors.add_metric([engine], n)
-        yield errors
-        stats = self._tasks() if self._tasks is not None else None
-        if stats is not None:
-            running, transitions = stats
-            yield GaugeMetricFamily("mcp_server_tasks_running", "Tasks this process is running now", value=running)
-            fam = CounterMetricFamily("mcp_server_task_transitions", "Task status changes this process "
-                                      "committed, by the status entered", labels=["status"])
-            for entered, n in sorted(dict(transitions).items()):
-                fam.add_metric([entered], n)
-            yield fam
-        counters = self._legacy() if self._legacy is not None else None
-        if counters is not None:
-            fam = CounterMetricFamily("mcp_legacy_exchanges", "2025-era HTTP exchanges answered, by kind and "
-                                      "HTTP status", labels=["kind", "status"])
-            for (kind, http_status), n in sorted(dict(counters).items()):
-                fam.add_metric([kind, str(http_status)], n)
-            yield fam
+    __slots__ = ("buckets", "count", "sum")
+
+    def __init__(self, n: int) -> None:
+        self.buckets = [0] * n
+        self.sum = 0.0
+        self.count = 0
 
 
 class PrometheusMetrics:
     """Middleware recording each request's duration and outcome (`App(middleware=[...])` or
     `app.add_middleware`). `known` says which tool and prompt names may be label values (others are
-    ``_OTHER``); `registry` defaults to a registry of this object's own (`render()` writes it)."""
+    ``_OTHER``); `registry` defaults to a registry of this object's own (`render()` writes it).
+
+    perf: the event loop records into plain per-series counters (no lock, no prometheus_client call per
+    request); the registry turns them into metric families when scraped. A scrape from another thread
+    (the stdio side listener) may see a request's bucket before its count: the ``+Inf`` bucket is the
+    count, so every exposition stays self-consistent."""
 
     def __init__(self, known: Known = semconv.everything_known, *, registry: CollectorRegistry | None = None,
                  tasks: TaskStats | None = None, legacy: LegacyCounters | None = None,
                  buckets: tuple[float, ...] = BUCKETS) -> None:
         self.known = known
+        self.bounds = tuple(buckets)
         self.registry = registry if registry is not None else CollectorRegistry()
-        self.duration = Histogram("mcp_server_operation_duration_seconds",
-                                  "MCP request duration as observed on the server, until the reply is ready",
-                                  LABELS, registry=self.registry, buckets=buckets)
-        self.in_flight = Gauge("mcp_server_requests_in_flight", "Requests being answered now",
-                               ["mcp_method_name"], registry=self.registry)
-        self.listen_streams = Gauge("mcp_server_listen_streams", "Open subscriptions/listen streams",
-                                    registry=self.registry)
-        self.registry.register(_ScrapeCollector(tasks, legacy))
-        # perf: label children looked up once per label combination (bounded), not per request
-        self._series: dict[tuple[str, ...], Any] = {}
-        self._gauges: dict[str, Any] = {}
+        self.series: dict[tuple[str, ...], _Series] = {}  # bounded: every label is (see semconv)
+        self.in_flight: dict[str, int] = {}
+        self.listen_streams = 0
+        self._tasks = tasks
+        self._legacy = legacy
+        self.registry.register(_Collector(self))
 
     async def handle(self, req: Request, call: Call, call_next: Handler) -> Reply:
-        gauge = self._gauges.get(req.method)
-        if gauge is None:
-            gauge = self._gauges[req.method] = self.in_flight.labels(req.method)
-        gauge.inc()
+        method = req.method
+        in_flight = self.in_flight
+        in_flight[method] = in_flight.get(method, 0) + 1
         start = time.perf_counter()
         error_type, result_type = CANCELLED, "error"
         try:
@@ -109,17 +91,17 @@ class PrometheusMetrics:
             error_type = OTHER
             raise
         finally:
-            gauge.dec()
-            self._observe(req, call, error_type, result_type, time.perf_counter() - start)
-
-    def _observe(self, req: Request, call: Call, error_type: str, result_type: str, seconds: float) -> None:
-        tool, prompt = semconv.target_of(req, self.known)
-        key = (req.method, tool, prompt, error_type, req.version,
-               semconv.NETWORK_TRANSPORT.get(call.transport, OTHER), semconv.era_of(call), result_type)
-        series = self._series.get(key)
-        if series is None:
-            series = self._series[key] = self.duration.labels(*key)
-        series.observe(seconds)
+            seconds = time.perf_counter() - start
+            in_flight[method] -= 1
+            tool, prompt = semconv.target_of(req, self.known)
+            key = (method, tool, prompt, error_type, req.version,
+                   semconv.NETWORK_TRANSPORT.get(call.transport, OTHER), semconv.era_of(call), result_type)
+            series = self.series.get(key)
+            if series is None:
+                series = self.series[key] = _Series(len(self.bounds) + 1)
+            series.buckets[bisect.bisect_left(self.bounds, seconds)] += 1
+            series.sum += seconds
+            series.count += 1
 
     async def listen(self, req: Request, call: Call, call_next: Lister) -> AsyncGenerator[ListenItem, None]:
         stream = call_next(req, call)
@@ -128,13 +110,64 @@ class PrometheusMetrics:
             async for item in stream:
                 if not counted:  # a refused filter raises before the first item: never an open stream
                     counted = True
-                    self.listen_streams.inc()
+                    self.listen_streams += 1
                 yield item
         finally:
             if counted:
-                self.listen_streams.dec()
+                self.listen_streams -= 1
             await stream.aclose()
 
     def render(self) -> tuple[bytes, str]:
         """The Prometheus text exposition of the registry, and its content type."""
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+
+class _Collector(Collector):
+    def __init__(self, metrics: PrometheusMetrics) -> None:
+        self.m = metrics
+
+    def collect(self) -> Iterable[Metric]:
+        m = self.m
+        hist = HistogramMetricFamily("mcp_server_operation_duration_seconds", "MCP request duration as observed "
+                                     "on the server, until the reply is ready", labels=LABELS, unit="seconds")
+        for key, series in sorted(dict(m.series).items()):
+            count = series.count
+            cumulative, running = [], 0
+            for bound, n in zip(m.bounds, list(series.buckets), strict=False):
+                running += n
+                cumulative.append((_le(bound), min(running, count)))
+            cumulative.append(("+Inf", count))
+            hist.add_metric(list(key), cumulative, series.sum)
+        yield hist
+        in_flight = GaugeMetricFamily("mcp_server_requests_in_flight", "Requests being answered now",
+                                      labels=["mcp_method_name"])
+        for method, n in sorted(dict(m.in_flight).items()):
+            in_flight.add_metric([method], n)
+        yield in_flight
+        yield GaugeMetricFamily("mcp_server_listen_streams", "Open subscriptions/listen streams",
+                                value=m.listen_streams)
+        errors = CounterMetricFamily("mcp_state_store_errors", "State store operations that failed "
+                                     "(the store was unreachable or refused)", labels=["engine"])
+        for engine, n in sorted(dict(STATE_ERRORS).items()):
+            errors.add_metric([engine], n)
+        yield errors
+        stats = m._tasks() if m._tasks is not None else None
+        if stats is not None:
+            running, transitions = stats
+            yield GaugeMetricFamily("mcp_server_tasks_running", "Tasks this process is running now", value=running)
+            fam = CounterMetricFamily("mcp_server_task_transitions", "Task status changes this process "
+                                      "committed, by the status entered", labels=["status"])
+            for entered, n in sorted(dict(transitions).items()):
+                fam.add_metric([entered], n)
+            yield fam
+        counters = m._legacy() if m._legacy is not None else None
+        if counters is not None:
+            fam = CounterMetricFamily("mcp_legacy_exchanges", "2025-era HTTP exchanges answered, by kind and "
+                                      "HTTP status", labels=["kind", "status"])
+            for (kind, http_status), n in sorted(dict(counters).items()):
+                fam.add_metric([kind, str(http_status)], n)
+            yield fam
+
+
+def _le(bound: float) -> str:
+    return repr(float(bound))  # Prometheus' own spelling of a bound: 1.0, 0.01, 300.0

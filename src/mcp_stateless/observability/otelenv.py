@@ -1,7 +1,8 @@
 """Span export configured by the standard ``OTEL_*`` environment variables (the SDK, optional).
 
 ``OTEL_TRACES_EXPORTER`` names the exporters (``otlp``, ``console``, ``none``; comma-separated), found by
-the SDK's own entry points (``opentelemetry_traces_exporter``), each configuring itself from its
+the SDK's own entry points (``opentelemetry_traces_exporter``; ``otlp`` is the one for
+``OTEL_EXPORTER_OTLP_PROTOCOL``, by default http/protobuf as the specification says), each configuring itself from its
 variables (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_EXPORTER_OTLP_HEADERS``, …). ``OTEL_SERVICE_NAME`` and
 ``OTEL_RESOURCE_ATTRIBUTES`` name the service, ``OTEL_TRACES_SAMPLER`` samples, ``OTEL_BSP_*`` tune the
 batching, ``OTEL_PROPAGATORS`` the propagators, ``OTEL_SDK_DISABLED=true`` turns it all off. A tracer
@@ -19,6 +20,20 @@ from importlib.metadata import entry_points
 from opentelemetry import trace
 
 log = logging.getLogger("mcp_stateless")
+
+# `otlp` is the exporter for the configured OTLP protocol; unset, the specification's default
+# (http/protobuf: the exporter the `otel-export` extra installs).
+OTLP_BY_PROTOCOL = {"grpc": "otlp_proto_grpc", "http/protobuf": "otlp_proto_http", "http/json": "otlp_json_http"}
+
+
+def _entry_point_name(name: str, environ: Mapping[str, str]) -> str:
+    if name != "otlp":
+        return name
+    protocol = (environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+                or "http/protobuf").strip()
+    if protocol not in OTLP_BY_PROTOCOL:
+        raise RuntimeError(f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol}: not one of {', '.join(OTLP_BY_PROTOCOL)}")
+    return OTLP_BY_PROTOCOL[protocol]
 
 
 def configure_from_env(service_name: str, environ: Mapping[str, str] = os.environ) -> bool:
@@ -44,10 +59,11 @@ def configure_from_env(service_name: str, environ: Mapping[str, str] = os.enviro
     provider = TracerProvider(resource=Resource.create(attrs))
     available = {ep.name: ep for ep in entry_points(group="opentelemetry_traces_exporter")}
     for name in names:
-        ep = available.get(name)
+        ep = available.get(_entry_point_name(name, environ))
         if ep is None:
             raise RuntimeError(f"OTEL_TRACES_EXPORTER={name}: no such exporter installed "
-                               f"(have: {', '.join(sorted(available)) or 'none'})")
+                               f"(have: {', '.join(sorted(available)) or 'none'}; the 'otel-export' extra "
+                               "installs the SDK and OTLP over HTTP)")
         exporter_class: type[SpanExporter] = ep.load()
         provider.add_span_processor(BatchSpanProcessor(exporter_class()))
     trace.set_tracer_provider(provider)

@@ -12,6 +12,7 @@ installed) nothing is extracted or created: the cost is one check per request.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
@@ -25,6 +26,7 @@ from . import semconv
 from .semconv import Known
 
 PROPAGATION_KEYS = ("traceparent", "tracestate", "baggage")
+RECHECK_S = 1.0  # how soon a global tracer provider set after start-up is used
 _MAX_NAME = 256  # a requested name is an attribute, never unbounded
 
 
@@ -46,9 +48,19 @@ class Tracing:
         self._provider = tracer_provider
         self._seen: trace.TracerProvider | None = None
         self._tracer: trace.Tracer | None = None
+        self._recheck_at = 0.0
 
     def _current_tracer(self) -> trace.Tracer | None:
-        provider = self._provider if self._provider is not None else trace.get_tracer_provider()
+        if self._provider is not None:
+            provider = self._provider
+        else:
+            # perf: the global provider is looked up at most once a second (the lookup reads os.environ);
+            # one set later is used from then on
+            now = time.monotonic()
+            if now < self._recheck_at:
+                return self._tracer
+            self._recheck_at = now + RECHECK_S
+            provider = trace.get_tracer_provider()
         if provider is not self._seen:
             self._seen = provider
             # perf: the API's own providers make non-recording spans; skip the work entirely for them

@@ -11,6 +11,7 @@ handle.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -332,8 +333,9 @@ class App:
         handle: Handler = self._dispatch.handle
         listen: Lister = self.listeners.stream
         for m in reversed(self.middleware):
-            handle = _wrap_handle(m, handle)
-            listen = _wrap_listen(m, listen)
+            # perf: a partial adds no coroutine of its own to each request
+            handle = functools.partial(m.handle, call_next=handle)
+            listen = functools.partial(m.listen, call_next=listen)
         self._handle, self._listen = handle, listen
 
     # ------------------------------------------------------------------ change events
@@ -388,16 +390,3 @@ class App:
         """The part of a listen filter this app honours (raises McpError for a malformed one)."""
         return self.listeners.honoured_filter(requested, capabilities)
 
-
-def _wrap_handle(m: Middleware, call_next: Handler) -> Handler:
-    async def handle(req: Request, call: Call) -> Reply:
-        return await m.handle(req, call, call_next)
-
-    return handle
-
-
-def _wrap_listen(m: Middleware, call_next: Lister) -> Lister:
-    def listen(req: Request, call: Call) -> AsyncGenerator[ListenItem, None]:
-        return m.listen(req, call, call_next)
-
-    return listen
