@@ -41,6 +41,12 @@ TaskStats = Callable[[], tuple[int, Mapping[str, int]] | None]
 LegacyCounters = Callable[[], Mapping[tuple[str, int], int] | None]
 
 
+_clock = time.perf_counter
+_NAMED = frozenset({"tools/call", "prompts/get"})  # the methods whose target is a label (semconv.target_of)
+_NO_TARGET = ("", "")
+_TRANSPORT = semconv.NETWORK_TRANSPORT
+
+
 class _Series:
     """One label set of the histogram: a count per bucket (not cumulative), the sum and the count."""
 
@@ -79,29 +85,33 @@ class PrometheusMetrics:
         method = req.method
         in_flight = self.in_flight
         in_flight[method] = in_flight.get(method, 0) + 1
-        start = time.perf_counter()
-        error_type, result_type = CANCELLED, "error"
+        start = _clock()
         try:
             reply = await call_next(req, call)
-            error_type, result_type = semconv.outcome(reply)
-            return reply
-        except asyncio.CancelledError:
-            raise  # the client went away or cancelled: recorded as CANCELLED
+        except asyncio.CancelledError:  # the client went away or cancelled
+            self._record(req, call, CANCELLED, "error", _clock() - start)
+            raise
         except BaseException:
-            error_type = OTHER
+            self._record(req, call, OTHER, "error", _clock() - start)
             raise
         finally:
-            seconds = time.perf_counter() - start
             in_flight[method] -= 1
-            tool, prompt = semconv.target_of(req, self.known)
-            key = (method, tool, prompt, error_type, req.version,
-                   semconv.NETWORK_TRANSPORT.get(call.transport, OTHER), semconv.era_of(call), result_type)
-            series = self.series.get(key)
-            if series is None:
-                series = self.series[key] = _Series(len(self.bounds) + 1)
-            series.buckets[bisect.bisect_left(self.bounds, seconds)] += 1
-            series.sum += seconds
-            series.count += 1
+        error_type, result_type = semconv.outcome(reply)
+        self._record(req, call, error_type, result_type, _clock() - start)
+        return reply
+
+    def _record(self, req: Request, call: Call, error_type: str, result_type: str, seconds: float) -> None:
+        method = req.method
+        tool, prompt = semconv.target_of(req, self.known) if method in _NAMED else _NO_TARGET
+        # the era: only the 2025 branch hands requests over able to send server->client requests (`Call`)
+        key = (method, tool, prompt, error_type, req.version, _TRANSPORT.get(call.transport, OTHER),
+               "legacy" if call.can_send_request else "modern", result_type)
+        series = self.series.get(key)
+        if series is None:
+            series = self.series[key] = _Series(len(self.bounds) + 1)
+        series.buckets[bisect.bisect_left(self.bounds, seconds)] += 1
+        series.sum += seconds
+        series.count += 1
 
     async def listen(self, req: Request, call: Call, call_next: Lister) -> AsyncGenerator[ListenItem, None]:
         stream = call_next(req, call)

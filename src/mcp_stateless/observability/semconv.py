@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
-from ..protocol.endpoint import Call, Reply
+from ..protocol.endpoint import Reply
 from ..protocol.envelope import Request
 
 OTHER = "_OTHER"
@@ -42,11 +42,6 @@ def target_of(req: Request, known: Known) -> tuple[str, str]:
         name = req.params.get("name")
         return "", (name if isinstance(name, str) and known("prompt", name) else OTHER)
     return "", ""
-
-
-def era_of(call: Call) -> str:
-    # Only the 2025 branch hands requests over with server->client requests possible (see `Call`).
-    return "legacy" if call.can_send_request else "modern"
 
 
 def outcome(reply: Reply) -> tuple[str, str]:
