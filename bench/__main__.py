@@ -51,7 +51,7 @@ SERVER_CPU = os.environ.get("BENCH_SERVER_CPU", "0")
 CLIENT_CPU = os.environ.get("BENCH_CLIENT_CPU", "1")
 RESULTS_DIR = ROOT / ".cache/bench-results"
 
-HTTP_TARGETS = ("bare", "ours", "ours_legacy", "ours_sync", "mcp", "fastmcp")
+HTTP_TARGETS = ("bare", "ours", "ours_legacy", "ours_sync", "ours_metrics", "ours_otel", "mcp", "fastmcp")
 SSE_TARGETS = ("ours", "mcp", "fastmcp")
 STDIO_TARGETS = ("ours", "mcp", "fastmcp")
 STACKS = ("h11", "fast")
@@ -618,6 +618,21 @@ def targets_met(results: dict[str, Any]) -> Iterator[tuple[str, bool | None, str
     yield "httptools+uvloop calls/s >= 10x fastmcp", (r >= 10) if r else None, f"{fmt(r, 2)}x"
     r = ratio(get("ours/h11", "cpu_us_per_call"), get("bare/h11", "cpu_us_per_call"))
     yield "plain uvicorn CPU/call <= 1.5x bare ASGI", (r <= 1.5) if r else None, f"{fmt(r, 2)}x"
+    def paired(target: str, stack: str) -> float | None:
+        """Median over rounds of this target's calls/s over ours' in the same round (each round runs
+        both, close in time), so that a round the machine was busy in counts against both."""
+        a, b = http.get(f"{target}/{stack}"), http.get(f"ours/{stack}")
+        if not a or not b or len(a["rps_all"]) != len(b["rps_all"]) or not a["rps_all"]:
+            return None
+        return median([x / y for x, y in zip(a["rps_all"], b["rps_all"], strict=True)])
+
+    for stack in STACKS:
+        for target, bar, what in (("ours_metrics", 0.9, "metrics on within 10% of off"),
+                                  ("ours_otel", 0.95, "otel installed, no exporter, within 5%")):
+            r = paired(target, stack)
+            cpu = ratio(get(f"{target}/{stack}", "cpu_us_per_call"), get(f"ours/{stack}", "cpu_us_per_call"))
+            yield (f"{STACK_LABEL[stack]}: {what}", (r >= bar) if r else None,
+                   f"calls/s {fmt(r, 3)}x (median of per-round ratios), CPU/call {fmt(cpu, 3)}x")
     st = results.get("stdio", {})
     r = ratio(st.get("ours", {}).get("rps"), st.get("mcp", {}).get("rps"))
     yield "stdio calls/s >= 2x mcp", (r >= 2) if r else None, f"{fmt(r, 2)}x"
@@ -661,7 +676,7 @@ def main() -> None:
     p.add_argument("--rounds", type=int)
     p.add_argument("--duration", type=float, help="measured seconds per run")
     p.add_argument("--warmup", type=float)
-    p.add_argument("--targets", default="bare,ours,ours_legacy,ours_sync,mcp,fastmcp")
+    p.add_argument("--targets", default="bare,ours,ours_legacy,ours_sync,ours_metrics,ours_otel,mcp,fastmcp")
     p.add_argument("--stacks", default="h11,fast")
     p.add_argument("--sse-stacks", default="fast", help="stacks for the SSE section (default: httptools+uvloop)")
     p.add_argument("--memory-requests", type=int)

@@ -8,14 +8,16 @@ Every target serves POST /mcp with:
   add(a: int, b: int) -> int
   progress_echo(text: str) -> str   sends one progress notification first (SSE response)
 Ours additionally has `touch()` (publishes a tools/list_changed event, for the listen fan-out test) and
-takes the principal from the Authorization header (for the memory-flatness test).
+takes the principal from the Authorization header (for the memory-flatness test). `ours_metrics` and
+`ours_otel` are ours with the observability middleware (`serve --metrics`; opentelemetry-api installed,
+no exporter).
 """
 
 
 
 from typing import Any
 
-TARGETS = ("bare", "ours", "ours_sync", "mcp", "fastmcp", "ours_legacy", "mcp_legacy")
+TARGETS = ("bare", "ours", "ours_sync", "ours_metrics", "ours_otel", "mcp", "fastmcp", "ours_legacy", "mcp_legacy")
 PEERS = ("mcp", "fastmcp", "mcp_legacy")  # run from the peers' venv
 
 
@@ -80,6 +82,26 @@ def build_ours_legacy() -> Any:
 
     app = build_ours()[1]
     return HttpTransport(app, legacy=LegacyServer(app))
+
+
+def build_ours_metrics() -> Any:
+    """Ours as `serve --metrics` runs it (without tracing): the Prometheus middleware and GET /metrics."""
+    from mcp_stateless.observability import MetricsRoute, instrument
+
+    transport, app = build_ours()
+    metrics = instrument(app, metrics=True, tracing=False)
+    assert metrics is not None
+    return MetricsRoute(transport, metrics)
+
+
+def build_ours_otel() -> Any:
+    """Ours as `serve` runs it with opentelemetry-api installed and no exporter configured: the tracing
+    middleware in place, the global tracer provider the API's default."""
+    from mcp_stateless.observability import instrument
+
+    transport, app = build_ours()
+    instrument(app, tracing=True)
+    return transport
 
 
 def build_ours_stdio() -> Any:
@@ -188,6 +210,10 @@ def asgi_app(target: str, json_response: bool = True) -> Any:
         return build_ours()[0]
     if target == "ours_sync":
         return build_ours_sync()
+    if target == "ours_metrics":
+        return build_ours_metrics()
+    if target == "ours_otel":
+        return build_ours_otel()
     if target == "mcp":
         return build_mcp_http(json_response)
     if target == "fastmcp":

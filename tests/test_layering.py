@@ -39,8 +39,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "client": frozenset({"protocol"}),
     "auth": frozenset({"protocol"}),
     "audit": frozenset({"protocol", "client", "conformance"}),
+    "observability": frozenset({"protocol", "state", "tasks", "server"}),
     "cli": frozenset({"protocol", "conformance", "state", "tasks", "server", "transports", "client", "auth",
-                      "audit"}),
+                      "audit", "observability"}),
 }
 # Third-party packages that make up the server stack: the layers a client or a transport is built from
 # must not need them.

@@ -10,7 +10,11 @@ import typing as _typing
 
 if _typing.TYPE_CHECKING:
     from .client import Client, ClientError, SyncClient, TaskHandle
+    from .observability import instrument
+    from .observability.metrics import PrometheusMetrics
+    from .observability.tracing import Tracing
     from .protocol.caching import CacheHint
+    from .protocol.endpoint import RequestMiddleware
     from .protocol.errors import McpError
     from .protocol.mrtr import KeyRing
     from .protocol.security import OriginPolicy
@@ -34,6 +38,10 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "SyncClient": (".client", "SyncClient"),
     "TaskHandle": (".client", "TaskHandle"),
     "CacheHint": (".protocol.caching", "CacheHint"),
+    "RequestMiddleware": (".protocol.endpoint", "RequestMiddleware"),
+    "PrometheusMetrics": (".observability.metrics", "PrometheusMetrics"),
+    "Tracing": (".observability.tracing", "Tracing"),
+    "instrument": (".observability", "instrument"),
     "McpError": (".protocol.errors", "McpError"),
     "KeyRing": (".protocol.mrtr", "KeyRing"),
     "OriginPolicy": (".protocol.security", "OriginPolicy"),
@@ -119,7 +127,9 @@ __all__ = [
     "McpError",
     "MemoryEventBus",
     "OriginPolicy",
+    "PrometheusMetrics",
     "PromptArgument",
+    "RequestMiddleware",
     "StateBundle",
     "StateUnavailable",
     "SyncClient",
@@ -127,10 +137,12 @@ __all__ = [
     "TaskRuntime",
     "ToolError",
     "ToolResult",
+    "Tracing",
     "__version__",
     "assistant",
     "content",
     "elicitation",
+    "instrument",
     "open_state",
     "roots",
     "sampling",

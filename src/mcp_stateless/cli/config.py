@@ -52,7 +52,8 @@ class ServeConfig:
 
     `idle_timeout`/`header_timeout`/`body_timeout` (seconds), `max_connections`: HTTP edge limits, per
     process; `tool_threads`: threads running sync handlers, per process; `max_inflight`: stdio requests
-    running at once; `listen_max_subscriptions`: URIs/task ids one listen stream may name (None: the app's)."""
+    running at once; `listen_max_subscriptions`: URIs/task ids one listen stream may name (None: the app's);
+    `metrics`: Prometheus metrics off (None), at GET /metrics on the HTTP port (""), or on "host:port"."""
 
     app: str
     transport: Transport = "http"
@@ -81,6 +82,7 @@ class ServeConfig:
     tool_threads: int = DEFAULT_TOOL_THREADS
     max_inflight: int = DEFAULT_MAX_INFLIGHT
     listen_max_subscriptions: int | None = None
+    metrics: str | None = None  # None: off; "": GET /metrics on the HTTP port; "host:port": a listener of their own
 
     @property
     def processes(self) -> int:

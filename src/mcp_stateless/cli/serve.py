@@ -31,6 +31,8 @@ from .config import (
 from .loader import load_app
 
 if TYPE_CHECKING:
+    from ..observability import MetricsRoute
+    from ..observability.metrics import PrometheusMetrics
     from ..protocol.retirement import Retirement
     from ..server.app import App
     from ..server.legacy import LegacyServer
@@ -113,6 +115,9 @@ def register(sub: Any) -> None:
                    help="name this instance in an X-Mcp-Instance response header (off by default; "
                         "also MCP_STATELESS_INSTANCE)")
     add_legacy_options(s)
+    s.add_argument("--metrics", nargs="?", const="", default=None, metavar="HOST:PORT",
+                   help="Prometheus metrics (needs the 'metrics' extra): GET /metrics on the HTTP port, or, given "
+                        "HOST:PORT, on a listener of their own there (the way for --stdio)")
     s.add_argument("--log-level", default="info", choices=LOG_LEVELS,
                    help="server log level (logs go to stderr)")
     auth = s.add_argument_group("authorization (OAuth 2.1 resource server; needs the 'auth' extra)")
@@ -182,6 +187,13 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str] = os.e
         raise CliError("--max-inflight must be at least 1")
     if args.listen_max_subscriptions is not None and args.listen_max_subscriptions < 1:
         raise CliError("--listen-max-subscriptions must be at least 1")
+    if args.metrics:
+        parse_hostport(args.metrics, "--metrics")
+        if args.workers > 1:
+            raise CliError("--metrics HOST:PORT serves one process: with --workers, give --metrics alone "
+                           "(each worker answers GET /metrics on the HTTP port)")
+    elif args.metrics == "" and args.stdio:
+        raise CliError("--stdio has no HTTP port for /metrics: give --metrics HOST:PORT")
     common: dict[str, Any] = {
         "app": args.app,
         "path": args.path,
@@ -200,6 +212,7 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str] = os.e
         "max_inflight": args.max_inflight,
         "listen_max_subscriptions": args.listen_max_subscriptions,
         **legacy_options(args, environ),
+        "metrics": args.metrics,
         **_auth_options(args, environ),
     }
     if args.stdio:
@@ -223,10 +236,10 @@ def _auth_options(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[
             "auth_refresh_seconds": args.auth_jwks_refresh}
 
 
-def parse_hostport(value: str) -> tuple[str, int]:
+def parse_hostport(value: str, flag: str = "--http") -> tuple[str, int]:
     host, sep, port = value.rpartition(":")
     if not sep or not port.isdigit() or not host or int(port) > 65535:
-        raise CliError(f"--http expects HOST:PORT (e.g. 127.0.0.1:8000), got {value!r}")
+        raise CliError(f"{flag} expects HOST:PORT (e.g. 127.0.0.1:8000), got {value!r}")
     return host.strip("[]"), int(port)
 
 
@@ -237,7 +250,9 @@ def serve(config: ServeConfig) -> int:
 
         out_fd = protect_stdout()  # before the app is imported: its prints must not reach the stream
         app = open_app(config)
-        return serve_stdio(app, out_fd, legacy=_legacy(config, app), tool_threads=config.tool_threads,
+        legacy = _legacy(config, app)
+        _observe(config, app, legacy)
+        return serve_stdio(app, out_fd, legacy=legacy, tool_threads=config.tool_threads,
                            max_inflight=config.max_inflight, legacy_until=_retirement(config))
     app = open_app(config)  # fail fast on a bad APP, even with several workers
     _check_port_free(config.host, config.port)
@@ -252,27 +267,63 @@ def serve(config: ServeConfig) -> int:
     return serve_http.run(WORKER_FACTORY, host=config.host, port=config.port, workers=config.workers, **edge)
 
 
-def worker_transport() -> HttpTransport:
+def worker_transport() -> HttpTransport | MetricsRoute:
     """The uvicorn factory each worker process calls: the parent's config, the same app."""
     config = ServeConfig.from_env()
     return _transport(config, open_app(config))
 
 
-def _transport(config: ServeConfig, app: App) -> HttpTransport:
+def _transport(config: ServeConfig, app: App) -> HttpTransport | MetricsRoute:
     from ..transports.health import health_routes
     from ..transports.serve_http import http_transport
 
+    legacy = _legacy(config, app)
+    metrics = _observe(config, app, legacy)
     routes = {**health_routes(app.readiness), **app.http_routes}  # the app's own routes may replace ours
-    return http_transport(app, path=config.path, origin_policy=config.origin_policy(),
-                          max_body=config.max_body, instance=config.instance_name, legacy=_legacy(config, app),
-                          legacy_sse=config.legacy_sse, legacy_until=_retirement(config),
-                          public_url=config.resource_url, routes=routes, middleware=app.http_middleware)
+    transport = http_transport(app, path=config.path, origin_policy=config.origin_policy(),
+                               max_body=config.max_body, instance=config.instance_name, legacy=legacy,
+                               legacy_sse=config.legacy_sse, legacy_until=_retirement(config),
+                               public_url=config.resource_url, routes=routes, middleware=app.http_middleware)
+    if metrics is not None and config.metrics == "":
+        from ..observability import MetricsRoute
+
+        return MetricsRoute(transport, metrics, origin_policy=config.origin_policy())
+    return transport
 
 
 def _retirement(config: ServeConfig) -> Retirement | None:
     from ..protocol import retirement
 
     return None if config.legacy_until is None else retirement.parse(config.legacy_until)
+
+
+def _observe(config: ServeConfig, app: App, legacy: LegacyServer | None) -> PrometheusMetrics | None:
+    """Tracing whenever opentelemetry-api is installed (exported as the OTEL_* variables say), and the
+    metrics `--metrics` asks for (on their own listener when it names an address)."""
+    from ..observability import instrument, otel_installed
+
+    if otel_installed():
+        from ..observability.otelenv import configure_from_env
+
+        try:
+            configure_from_env(app.name)
+        except RuntimeError as e:
+            raise CliError(str(e)) from None
+    try:
+        metrics = instrument(app, metrics=config.metrics is not None,
+                             legacy_counters=legacy.counters if legacy is not None else None)
+    except RuntimeError as e:
+        raise CliError(str(e)) from None
+    if metrics is not None and config.metrics:
+        from prometheus_client import start_http_server
+
+        host, port = parse_hostport(config.metrics, "--metrics")
+        try:
+            start_http_server(port, host, registry=metrics.registry)
+        except OSError as e:
+            raise CliError(f"--metrics: cannot listen on {host}:{port}: {e.strerror}") from None
+        log.info("metrics: http://%s:%d/metrics", host, port)
+    return metrics
 
 
 def _legacy(config: ServeConfig, app: App) -> LegacyServer | None:

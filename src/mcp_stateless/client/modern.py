@@ -21,6 +21,7 @@ from .errors import InvalidResult, StreamBroken, TooManyRounds
 from .events import Acknowledged, ListenEnded, ListenEvent, event_for, obj
 from .handlers import Handlers
 from .session import Era, Progress
+from .tracecontext import inject_trace_context
 
 log = logging.getLogger("mcp_stateless.client")
 
@@ -76,7 +77,9 @@ class ModernSession:
         return self.channel.mirrors_headers
 
     def _meta(self, base: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        return request_meta(self.version, self.capabilities, self.client_info, base=base)
+        meta = request_meta(self.version, self.capabilities, self.client_info, base=base)
+        inject_trace_context(meta)
+        return meta
 
     def _headers(self, method: str, params: dict[str, Any]) -> dict[str, str] | None:
         if not self.channel.mirrors_headers:

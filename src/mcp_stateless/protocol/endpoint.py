@@ -10,9 +10,9 @@ a bridge in front of legacy servers are others.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from .envelope import MethodTable, Request, RequestId
 from .errors import InsufficientScope, McpError, error_response
@@ -26,9 +26,9 @@ class Outbox(Protocol):
     def emit(self, message: dict[str, Any]) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class Call:
-    """Per-call context a transport passes with each request."""
+class Call(NamedTuple):
+    """Per-call context a transport passes with each request. (perf: a named tuple, immutable like a
+    frozen dataclass but made in a third of the time; one is made per request.)"""
 
     principal: Principal = ANONYMOUS
     transport: TransportKind = "memory"
@@ -37,10 +37,10 @@ class Call:
     can_send_request: bool = False  # server->client requests possible on this call (legacy sessions only)
 
 
-@dataclass(frozen=True, slots=True)
-class Reply:
+class Reply(NamedTuple):
     """One JSON-RPC response message. `error_code` is None for a result; `scopes` is set when the
-    refusal is `InsufficientScope` (HTTP answers 403 with a step-up challenge)."""
+    refusal is `InsufficientScope` (HTTP answers 403 with a step-up challenge). (perf: a named tuple,
+    like `Call`.)"""
 
     message: dict[str, Any]
     error_code: int | None = None
@@ -106,6 +106,21 @@ class Endpoint(Protocol):
     # A generator, not any iterator: a transport whose client went away must `aclose()` it to release
     # the subscription behind it at once.
     def listen(self, req: Request, call: Call) -> AsyncGenerator[ListenItem, None]: ...
+
+
+Handler = Callable[[Request, Call], Awaitable[Reply]]
+Lister = Callable[[Request, Call], AsyncGenerator[ListenItem, None]]
+
+
+class RequestMiddleware(Protocol):
+    """Wraps what an endpoint answers, for every transport at once: `handle` gets each request with
+    the rest of the chain as `call_next`, `listen` each listen stream. Metrics and tracing are
+    middleware (`mcp_stateless.observability`); so is anything an application wants around every call.
+    A middleware that has nothing to do for listen streams returns ``call_next(req, call)``."""
+
+    async def handle(self, req: Request, call: Call, call_next: Handler) -> Reply: ...
+
+    def listen(self, req: Request, call: Call, call_next: Lister) -> AsyncGenerator[ListenItem, None]: ...
 
 
 @dataclass(frozen=True, slots=True)

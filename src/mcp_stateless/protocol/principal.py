@@ -71,14 +71,31 @@ class AnonymousAuthenticator:
 PrincipalResolver = Callable[[Mapping[str, str] | None], str]
 
 
-class ResolverAuthenticator:
-    """Adapts a synchronous ``(headers) -> principal id`` function (headers None on stdio)."""
+# Principals a resolver authenticator keeps to hand out again (they are immutable); past this many
+# distinct ids the cache starts afresh, so memory stays bounded whoever calls.
+RESOLVED_CACHE = 4096
 
-    __slots__ = ("_resolve",)
+
+class ResolverAuthenticator:
+    """Adapts a synchronous ``(headers) -> principal id`` function (headers None on stdio).
+
+    perf: transports call `principal_for` directly (no coroutine, no `Credentials`), and the same id
+    gets the same `Principal` object back."""
+
+    __slots__ = ("_known", "_resolve")
 
     def __init__(self, resolve: PrincipalResolver) -> None:
         self._resolve = resolve
+        self._known: dict[str, Principal] = {}
+
+    def principal_for(self, headers: Mapping[str, str] | None) -> Principal:
+        pid = self._resolve(headers)
+        known = self._known.get(pid)
+        if known is None:
+            if len(self._known) >= RESOLVED_CACHE:
+                self._known.clear()
+            known = self._known[pid] = Principal(pid)
+        return known
 
     async def authenticate(self, credentials: Credentials) -> Principal | Challenge:
-        headers = credentials.headers if credentials.transport == "http" else None
-        return Principal(self._resolve(headers))
+        return self.principal_for(credentials.headers if credentials.transport == "http" else None)

@@ -11,13 +11,14 @@ handle.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..protocol.asgi import AsgiApp, Middleware
 from ..protocol.caching import CacheHint
 from ..protocol.card import CardIdentity, card_name, describe
-from ..protocol.endpoint import Call, ListenItem, Reply
+from ..protocol.endpoint import Call, Handler, ListenItem, Lister, Reply, RequestMiddleware
 from ..protocol.envelope import MethodTable, Request
 from ..protocol.errors import McpError
 from ..protocol.mrtr import KeyRing
@@ -60,7 +61,9 @@ class App:
     mapping from method (``"tools/list"``, ``"server/discover"``, …) to its hint. ``principal`` (a
     ``(headers) -> id`` function) or ``authenticator`` says who is calling; transports apply it unless
     they are given their own. ``listen_max_subscriptions`` caps the ``resourceSubscriptions`` (and the
-    ``taskIds``) of one listen stream; a larger filter is refused with -32602.
+    ``taskIds``) of one listen stream; a larger filter is refused with -32602. ``request_middleware``
+    wraps every request and listen stream on every transport, first given outermost (see
+    `add_request_middleware`; `add_middleware` is for ASGI middleware around HTTP).
 
     ``lifespan``: an async context manager factory called with the app (e.g. an ``@asynccontextmanager``
     function) for what the process opens once and shares between requests; what it yields is
@@ -88,6 +91,7 @@ class App:
         tasks: TaskRuntime | None = None,
         state: StateBundle | None = None,
         lifespan: Lifespan | None = None,
+        request_middleware: Sequence[RequestMiddleware] = (),
     ) -> None:
         self.name = name
         self.version = version
@@ -121,6 +125,11 @@ class App:
         self._events_base = self.listeners.events
         self._event_taps: dict[str, Callable[[EventBus], EventBus]] = {}
         self._dispatch = Dispatcher(self)
+        self.request_middleware: list[RequestMiddleware] = []
+        self._handle: Handler = self._dispatch.handle
+        self._listen: Lister = self.listeners.stream
+        for m in request_middleware:
+            self.add_request_middleware(m)
         self._background: set[asyncio.Task[None]] = set()
         self.table = MethodTable(self.catalog.methods, self.catalog.tool_headers)
         self.state: StateBundle | None = None
@@ -357,6 +366,18 @@ class App:
         title = self.server_info.get("title")
         return CardIdentity(card_name(self.name), self.version, describe(self.name, title, self.instructions),
                             title, tuple(sorted(self.capabilities().get("extensions", {}))))
+    # ------------------------------------------------------------------ middleware
+    def add_request_middleware(self, middleware: RequestMiddleware) -> None:
+        """Wrap every request and listen stream, on every transport, from now on; a later middleware runs
+        inside the earlier ones (the first added sees a request first and its reply last)."""
+        self.request_middleware.append(middleware)
+        handle: Handler = self._dispatch.handle
+        listen: Lister = self.listeners.stream
+        for m in reversed(self.request_middleware):
+            # perf: a partial adds no coroutine of its own to each request
+            handle = functools.partial(m.handle, call_next=handle)
+            listen = functools.partial(m.listen, call_next=listen)
+        self._handle, self._listen = handle, listen
 
     # ------------------------------------------------------------------ change events
     def _changed(self, kind: ListKind) -> None:
@@ -451,13 +472,14 @@ class App:
 
     async def handle(self, req: Request, call: Call = _NO_CALL) -> Reply:
         """Answer one validated request with its complete JSON-RPC response."""
-        return await self._dispatch.handle(req, call)
+        return await self._handle(req, call)
 
     def listen(self, req: Request, call: Call = _NO_CALL) -> AsyncGenerator[ListenItem, None]:
         """One listen stream: the acknowledgement, events, a keep-alive after `listen_keepalive_s` idle,
         and on shutdown the final result (`ListenEnd`)."""
-        return self.listeners.stream(req, call)
+        return self._listen(req, call)
 
     def honoured_filter(self, requested: Any, capabilities: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The part of a listen filter this app honours (raises McpError for a malformed one)."""
         return self.listeners.honoured_filter(requested, capabilities)
+

@@ -47,10 +47,12 @@ async def run_tool(tool: Tool, ctx: Context, arguments: dict[str, Any]) -> dict[
         kwargs = tool.input.bind(arguments)
     except ArgumentError as e:
         return error_result(f"Invalid arguments for tool {tool.name}: {e}")
-    try:
-        await bind(tool.input.injected, ctx, kwargs)
-    except ToolError as e:
-        return error_result(str(e))
+    injected = tool.input.injected
+    if injected:  # perf: most tools take neither a context nor a handle
+        try:
+            await bind(injected, ctx, kwargs)
+        except ToolError as e:
+            return error_result(str(e))
     try:
         if tool.blocking or tool.is_async:
             value = await call_handler(tool.fn, tool.is_async, kwargs)

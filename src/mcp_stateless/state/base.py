@@ -10,6 +10,7 @@ never lose each other's updates.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -27,11 +28,17 @@ DEFAULT_RETENTION_S = 3600.0
 S = TypeVar("S")
 
 
+# Failures seen by this process, by engine (the first word of `where`: "redis", "sqlite"), for the
+# metrics exporter to read; a counter only grows, so a reader needs no lock.
+STATE_ERRORS: collections.Counter[str] = collections.Counter()
+
+
 class StateUnavailable(McpError):
     """The state store cannot be reached: the request that needs it fails with -32603 and this message
     (never hangs: every engine has bounded timeouts). The next request tries again."""
 
     def __init__(self, where: str, reason: str) -> None:
+        STATE_ERRORS[where.split(" ", 1)[0] or "state"] += 1
         super().__init__(
             INTERNAL_ERROR,
             f"State store unavailable ({where}): {reason}. The request was not completed; retry shortly.",

@@ -90,6 +90,11 @@ class TaskRuntime:
         self._sweeper: asyncio.Task[None] | None = None
         self._closing = False
 
+    @property
+    def running(self) -> int:
+        """How many tasks this process is running now."""
+        return len(self._running)
+
     def attach(self, host: ToolHost) -> None:
         self._host = host
 

@@ -10,6 +10,7 @@ caller does next is decided from the returned `TaskUpdate` (what the committed a
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import random
 from collections.abc import Callable
@@ -54,11 +55,14 @@ class TaskStore:
     def __init__(self, records: RecordStore, *, attempts: int = 50) -> None:
         self.records = records
         self.attempts = attempts
+        # Status changes this process committed, by the status entered (read by the metrics exporter).
+        self.transitions: collections.Counter[str] = collections.Counter()
 
     async def create(self, rec: TaskRecord) -> None:
         if not await self.records.create(NAMESPACE, rec.task_id, _encode(rec), expires_at=rec.expires_at(),
                                          due=_due(rec)):
             raise ConflictError(f"task {rec.task_id} already exists")
+        self.transitions[rec.status] += 1
 
     async def get(self, task_id: str) -> TaskRecord | None:
         """The record, or None when unknown or past its TTL."""
@@ -78,6 +82,8 @@ class TaskStore:
             rec.version = before.version + 1
             if await self.records.swap(NAMESPACE, task_id, got.version, _encode(rec), expires_at=rec.expires_at(),
                                        due=_due(rec)):
+                if rec.status != before.status:
+                    self.transitions[rec.status] += 1
                 return TaskUpdate(before, rec, True)
             await asyncio.sleep(random.uniform(0, 0.002 * min(i + 1, 10)))  # back off under contention
         raise ConflictError("task is being updated concurrently; retry")

@@ -47,10 +47,12 @@ from ..protocol.principal import (
     Challenge,
     Credentials,
     Principal,
+    ResolverAuthenticator,
 )
 from ..protocol.retirement import Retirement
 from ..protocol.security import OriginPolicy
 from .card import CardRoute
+from .heap import settle_heap
 
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 INSTANCE_ENV = "MCP_STATELESS_INSTANCE"
@@ -238,8 +240,9 @@ class HttpTransport:
         # perf: off the modern path, the sub-routes are looked at only when the path is not the endpoint's
         self._card = CardRoute(self) if server_card and hasattr(endpoint, "card_identity") else None
         self.authenticator = authenticator_for(endpoint, authenticator)
-        # perf: with no authentication configured, skip the authenticator's coroutine on every request
+        # perf: with no authentication configured, or a synchronous resolver, no coroutine per request
         self._anonymous = isinstance(self.authenticator, AnonymousAuthenticator)
+        self._resolver = self.authenticator if isinstance(self.authenticator, ResolverAuthenticator) else None
         # An OAuth authenticator (auth.BearerAuthenticator) brings GET routes (RFC 9728 metadata) and the
         # 403 step-up challenge for `InsufficientScope`; both optional, so any Authenticator works.
         self._routes: Mapping[str, bytes] = getattr(self.authenticator, "metadata_routes", None) or {}
@@ -318,6 +321,7 @@ class HttpTransport:
                     log.exception("startup failed")
                     await send({"type": "lifespan.startup.failed", "message": f"{type(e).__name__}: {e}"})
                     return
+                settle_heap()  # the server owns this process: its start-up objects live as long as it
                 await send({"type": "lifespan.startup.complete"})
             elif msg["type"] == "lifespan.shutdown":
                 await self._stop()
@@ -412,7 +416,12 @@ class HttpTransport:
                 errors.INVALID_REQUEST, "Accept must list application/json and text/event-stream"))
             return
 
-        who = ANONYMOUS if self._anonymous else await self.authenticator.authenticate(Credentials("http", headers))
+        if self._anonymous:
+            who: Principal | Challenge = ANONYMOUS
+        elif self._resolver is not None:
+            who = self._resolver.principal_for(headers)
+        else:
+            who = await self.authenticator.authenticate(Credentials("http", headers))
         if isinstance(who, Challenge):
             await _challenge(send, who)
             return

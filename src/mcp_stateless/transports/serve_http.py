@@ -21,7 +21,7 @@ import asyncio
 import importlib.util
 import inspect
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -37,6 +37,8 @@ from .http import DEFAULT_MAX_BODY, HttpTransport
 from .limits import LIMITS_ATTR, EdgeLimits
 
 log = logging.getLogger("mcp_stateless.http")
+
+ASGIApp = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]
 
 DEFAULT_TOOL_THREADS = 64
 _THREADS_ATTR = "mcp_stateless_tool_threads"
@@ -135,13 +137,14 @@ def _configure(config: uvicorn.Config, limits: EdgeLimits, tool_threads: int) ->
     return config
 
 
-def run(target: HttpTransport | str, *, host: str, port: int, workers: int = 1, log_level: str = "info",
+def run(target: ASGIApp | str, *, host: str, port: int, workers: int = 1, log_level: str = "info",
         limits: EdgeLimits | None = None, tool_threads: int = DEFAULT_TOOL_THREADS) -> int:
     """Serve until SIGINT/SIGTERM, then return the exit status.
 
-    `target` is a transport from `http_transport` (this process only), or the import path of a factory
-    returning one, which each of `workers` processes calls for itself. `limits`: timeouts and the
-    connection cap (per process); `tool_threads`: threads for sync handlers (per process).
+    `target` is a transport from `http_transport` (or an ASGI app in front of one; this process only), or
+    the import path of a factory returning one, which each of `workers` processes calls for itself.
+    `limits`: timeouts and the connection cap (per process); `tool_threads`: threads for sync handlers
+    (per process).
     """
     limits = limits or EdgeLimits()
     cap = fit_connection_cap(limits.max_connections)
@@ -157,7 +160,7 @@ def run(target: HttpTransport | str, *, host: str, port: int, workers: int = 1, 
         "server_header": False,
         **_stack(),
     }
-    if isinstance(target, HttpTransport):
+    if not isinstance(target, str):
         if workers != 1:
             raise ValueError("several workers need the import path of a transport factory, not a transport")
         _Server(_configure(uvicorn.Config(target, **common), limits, tool_threads)).run()

@@ -44,6 +44,7 @@ from ..protocol.errors import McpError
 from ..protocol.legacy import request_id, requested_version, stdio_era
 from ..protocol.principal import ANONYMOUS, Authenticator, Challenge, Credentials
 from ..protocol.retirement import Retirement
+from .heap import settle_heap
 
 log = logging.getLogger("mcp_stateless.stdio")
 
@@ -393,6 +394,7 @@ async def _amain(endpoint: Endpoint, out_fd: int, tool_threads: int, authenticat
         server.attach_stdout(transport)
     else:  # a regular file as stdout: plain blocking writes
         server._out_fd = out_fd
+    settle_heap()
     served = await server.serve(reader)
     if server._out is not None:
         server._out.close()

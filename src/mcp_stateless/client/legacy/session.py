@@ -25,6 +25,7 @@ from ..errors import ChannelError, ClientError, HttpStatusError, InvalidResult, 
 from ..events import LIST_CHANGED_KEYS, Acknowledged, ListenEvent, event_for, obj
 from ..handlers import Handlers
 from ..session import Era, Progress
+from ..tracecontext import inject_trace_context
 from .sse_transport import SseChannel
 
 log = logging.getLogger("mcp_stateless.client.legacy")
@@ -178,9 +179,11 @@ class LegacySession:
     ) -> dict[str, Any]:
         id_ = next(self._ids) if not handshake else 0
         p = dict(params)
+        meta = dict(p.get("_meta") or {})
         if progress is not None:
-            meta = dict(p.get("_meta") or {})
             meta.setdefault(META_PROGRESS_TOKEN, f"lp{id_}")
+        inject_trace_context(meta)
+        if meta:
             p["_meta"] = meta
         msg = jsonrpc.request(id_, method, p)
         if not self._initialised and not handshake:  # the stdio server was restarted since `request` began

@@ -1,0 +1,84 @@
+"""Metrics and traces for an app, as middleware at the endpoint seam: every transport (HTTP, stdio, the
+in-memory client) and both eras are observed the same way, and no handler knows.
+
+- `PrometheusMetrics` (`metrics.py`, the ``metrics`` extra): the semconv request-duration histogram and
+  the gauges and counters a dashboard needs; `MetricsRoute` serves them at ``GET /metrics``.
+- `Tracing` (`tracing.py`, the ``otel`` extra): one SERVER span per request, parented on the trace
+  context in ``params._meta``; `configure_from_env` sets up export from the ``OTEL_*`` variables.
+- `instrument(app, …)` adds both with the app's registrations as the bound on label values.
+
+Neither extra is imported unless asked for.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import TYPE_CHECKING, Any
+
+from .route import MetricsRoute
+from .semconv import Known, TargetKind
+
+if TYPE_CHECKING:
+    from ..server.app import App
+    from .metrics import PrometheusMetrics
+    from .tracing import Tracing
+
+__all__ = ["Known", "MetricsRoute", "PrometheusMetrics", "Tracing", "instrument", "known_names", "otel_installed"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PrometheusMetrics":
+        from .metrics import PrometheusMetrics
+
+        return PrometheusMetrics
+    if name == "Tracing":
+        from .tracing import Tracing
+
+        return Tracing
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def otel_installed() -> bool:
+    """Is opentelemetry-api importable? (Checked without importing it.)"""
+    try:
+        return importlib.util.find_spec("opentelemetry.trace") is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def known_names(app: App) -> Known:
+    """Tool and prompt names that may be label values: the ones `app` has registered right now."""
+    catalog = app.catalog
+
+    def known(kind: TargetKind, name: str) -> bool:
+        return name in (catalog.tools if kind == "tool" else catalog.prompts)
+
+    return known
+
+
+def instrument(app: App, *, metrics: bool = False, tracing: bool | None = None,
+               legacy_counters: Any = None) -> PrometheusMetrics | None:
+    """Add `Tracing` (when `tracing`, or when None and opentelemetry-api is installed) and, when
+    `metrics`, a `PrometheusMetrics` (returned, for `MetricsRoute`) to `app`. Tracing goes outermost, so
+    a span covers the time the histogram measures. `legacy_counters`: the 2025 branch's
+    ``LegacyServer.counters``, exported as ``mcp_legacy_exchanges_total``."""
+    known = known_names(app)
+    if tracing or (tracing is None and otel_installed()):
+        from .tracing import Tracing
+
+        app.add_request_middleware(Tracing(known))
+    if not metrics:
+        return None
+    try:
+        from .metrics import PrometheusMetrics
+    except ImportError as e:
+        raise RuntimeError(f"metrics need the 'metrics' extra (pip install 'mcp-stateless[metrics]'): {e}") from None
+
+    def task_stats() -> tuple[int, Any] | None:
+        runtime = app.tasks
+        return None if runtime is None else (runtime.running, runtime.store.transitions)
+
+    m = PrometheusMetrics(known, tasks=task_stats,
+                          legacy=(lambda: legacy_counters) if legacy_counters is not None else None)
+    app.add_request_middleware(m)
+    return m
