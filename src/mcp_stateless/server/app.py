@@ -351,10 +351,15 @@ class App:
             self.tasks.ensure_started()
 
     async def aclose(self) -> None:
-        """End every open listen stream gracefully (its final result), e.g. on shutdown."""
+        """End every open listen stream gracefully (its final result), e.g. on shutdown, and release what
+        the app's authenticator holds (an OAuth authenticator's connections to its issuers)."""
         self.listeners.end_all()
         if self.tasks is not None:
             await self.tasks.aclose()
+        # Optional: the Authenticator protocol is one method; only some hold connections.
+        release = getattr(self.authenticator, "aclose", None)
+        if release is not None:
+            await release()
 
     async def handle(self, req: Request, call: Call = _NO_CALL) -> Reply:
         """Answer one validated request with its complete JSON-RPC response."""
