@@ -27,7 +27,7 @@ class Principal:
     claims: Mapping[str, Any] = field(default_factory=lambda: _NO_CLAIMS)
 
     def has_scopes(self, needed: frozenset[str] | set[str] | tuple[str, ...]) -> bool:
-        return all(s in self.scopes for s in needed)
+        return self.scopes.issuperset(needed)  # perf: one C call, it runs on every authenticated request
 
 
 ANONYMOUS = Principal("anonymous")
