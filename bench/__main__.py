@@ -5,6 +5,7 @@ Sections (all by default):
   check    our load generator against wrk on the bare baseline (is the load generator the bottleneck?)
   http     tools/call echo, JSON response: bare / ours / mcp / fastmcp, under h11+asyncio and httptools+uvloop
   sse      tools/call with one progress notification (SSE response): ours / mcp / fastmcp
+  auth     the same echo server of ours anonymous vs checking a JWT access token on every request
   stdio    16 in flight over stdio: ours / mcp / fastmcp
   memory   idle RSS, and RSS after 100,000 calls from 10,000 distinct client infos and principals
   listen   10,000 idle listen streams on one instance of ours: RSS, CPU, fan-out time of one change event
@@ -259,6 +260,11 @@ def section_http(cfg: argparse.Namespace, results: dict[str, Any], *, sse: bool)
             if "rps" in res:
                 log(f"{key} {t}/{s} round {r + 1}: {res['rps']:,.0f}/s, {res['cpu_us_per_call']:.0f} µs CPU/call, "
                     f"p50 {res['p50_ms']:.2f} ms, p99 {res['p99_ms']:.2f} ms")
+    results[key] = summarize(runs)
+
+
+def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Medians over the rounds of each target/stack."""
     summary = {}
     for name, rs in runs.items():
         ok = [x for x in rs if "rps" in x]
@@ -271,7 +277,62 @@ def section_http(cfg: argparse.Namespace, results: dict[str, Any], *, sse: bool)
             "p99_ms": median([x["p99_ms"] for x in ok]),
             "errors": sum(x.get("errors", 0) for x in ok),
         }
-    results[key] = summary
+    return summary
+
+
+AUTH_TARGETS = ("ours_anon", "ours_jwt")
+AUTH_RESOURCE = "https://mcp.bench.example/mcp"  # the audience tokens are minted for (nothing listens there)
+
+
+def section_auth(cfg: argparse.Namespace, results: dict[str, Any]) -> None:
+    """The same echo server anonymous and as an OAuth resource server (RS256 JWT access token on every
+    request, keys cached after the first fetch). Both servers run side by side on the server core and
+    the load alternates between them (A B, then B A, ...), so a pair of windows sees the same machine;
+    the cost is the median over rounds of each pair's ratio."""
+    from issuer import Issuer
+
+    issuer = Issuer()
+    token = issuer.token(AUTH_RESOURCE)
+    env = {"BENCH_AUTH_ISSUER": issuer.url, "BENCH_AUTH_RESOURCE": AUTH_RESOURCE}
+    out: dict[str, Any] = {}
+    try:
+        for stack in [s for s in STACKS if s in cfg.stacks]:
+            runs: dict[str, list[dict[str, Any]]] = {t: [] for t in AUTH_TARGETS}
+            rps_ratios: list[float] = []
+            cpu_ratios: list[float] = []
+            try:
+                with (Server("ours_anon", stack, extra_env=env) as anon,
+                      Server("ours_jwt", stack, extra_env=env) as jwt):
+                    reqs = {"ours_anon": wire.echo_requests(anon.port),
+                            "ours_jwt": wire.echo_requests(jwt.port, authorization=f"Bearer {token}")}
+                    for srv in (anon, jwt):
+                        resp = call_once(srv.port, reqs[srv.target][0])
+                        if not resp.startswith(b"HTTP/1.1 200") or b'"hi"' not in resp:
+                            raise RuntimeError(f"{srv.target}: bad answer: {resp[:500]!r}")
+                    bare = call_once(jwt.port, wire.echo_requests(jwt.port)[0])
+                    if not bare.startswith(b"HTTP/1.1 401"):  # authentication is really on
+                        raise RuntimeError(f"no 401 without a token: {bare[:300]!r}")
+                    for r in range(cfg.rounds):
+                        pair = {}
+                        for srv in ((anon, jwt) if r % 2 == 0 else (jwt, anon)):
+                            res = run_loadgen(srv.port, reqs[srv.target], pid=srv.pid, duration=cfg.duration,
+                                              warmup=cfg.warmup)
+                            runs[srv.target].append(res)
+                            pair[srv.target] = res
+                            log(f"auth {srv.target}/{stack} round {r + 1}: {res['rps']:,.0f}/s, "
+                                f"{res['cpu_us_per_call']:.0f} µs CPU/call")
+                        rps_ratios.append(pair["ours_jwt"]["rps"] / pair["ours_anon"]["rps"])
+                        cpu_ratios.append(pair["ours_jwt"]["cpu_us_per_call"] / pair["ours_anon"]["cpu_us_per_call"])
+            except Exception as e:
+                log(f"auth {stack}: FAILED {e}")
+                out[stack] = {"error": str(e)[:300]}
+                continue
+            out[stack] = {"targets": summarize(runs),
+                          "rps_ratio": median(rps_ratios), "rps_ratios": [round(x, 3) for x in rps_ratios],
+                          "cpu_ratio": median(cpu_ratios), "cpu_ratios": [round(x, 3) for x in cpu_ratios]}
+    finally:
+        issuer.stop()
+    results["auth"] = out
 
 
 def section_stdio(cfg: argparse.Namespace, results: dict[str, Any]) -> None:
@@ -457,6 +518,26 @@ def report(results: dict[str, Any]) -> str:
                     f"{fmt(ratio(d['cpu_us_per_call'], bare['cpu_us_per_call']) if bare else None, 2)} | "
                     f"{d['errors']} |")
         add("")
+    if "auth" in results:
+        add(f"## Authentication cost: anonymous vs JWT bearer, tools/call echo (16 in flight, "
+            f"{results['rounds']} alternating pairs of windows)")
+        add("")
+        add("| stack | anonymous calls/s | JWT calls/s | throughput cost (median of pairs) | anonymous CPU µs/call | "
+            "JWT CPU µs/call | CPU cost (median of pairs) | JWT ÷ anonymous calls/s per pair | errors |")
+        add("|---|---:|---:|---:|---:|---:|---:|---|---:|")
+        for stack in STACKS:
+            d = results["auth"].get(stack)
+            if d is None:
+                continue
+            if "error" in d:
+                add(f"| {STACK_LABEL[stack]} | failed: {d['error'][:80]} | | | | | | | |")
+                continue
+            anon, jwt = d["targets"]["ours_anon"], d["targets"]["ours_jwt"]
+            add(f"| {STACK_LABEL[stack]} | {fmt(anon['rps'])} | {fmt(jwt['rps'])} | "
+                f"{fmt((1 - d['rps_ratio']) * 100, 1)}% | {fmt(anon['cpu_us_per_call'])} | "
+                f"{fmt(jwt['cpu_us_per_call'])} | {fmt((d['cpu_ratio'] - 1) * 100, 1)}% | "
+                f"{d['rps_ratios']} | {anon['errors'] + jwt['errors']} |")
+        add("")
     if "stdio" in results:
         add("## stdio, 16 in flight")
         add("")
@@ -532,6 +613,10 @@ def targets_met(results: dict[str, Any]) -> Iterator[tuple[str, bool | None, str
     yield "httptools+uvloop calls/s >= 10x fastmcp", (r >= 10) if r else None, f"{fmt(r, 2)}x"
     r = ratio(get("ours/h11", "cpu_us_per_call"), get("bare/h11", "cpu_us_per_call"))
     yield "plain uvicorn CPU/call <= 1.5x bare ASGI", (r <= 1.5) if r else None, f"{fmt(r, 2)}x"
+    for stack in STACKS:
+        r = results.get("auth", {}).get(stack, {}).get("rps_ratio")
+        yield (f"{STACK_LABEL[stack]}: JWT-authenticated calls cost <= 15% throughput",
+               (r >= 0.85) if r else None, f"{fmt((1 - r) * 100, 1)}%" if r else "not measured")
     st = results.get("stdio", {})
     r = ratio(st.get("ours", {}).get("rps"), st.get("mcp", {}).get("rps"))
     yield "stdio calls/s >= 2x mcp", (r >= 2) if r else None, f"{fmt(r, 2)}x"
@@ -558,7 +643,7 @@ def targets_met(results: dict[str, Any]) -> Iterator[tuple[str, bool | None, str
         yield "10k listen streams", None, "not measured"
 
 
-SECTIONS = ("check", "http", "sse", "stdio", "memory", "listen", "client", "cluster")
+SECTIONS = ("check", "http", "sse", "auth", "stdio", "memory", "listen", "client", "cluster")
 
 
 def main() -> None:
@@ -608,8 +693,8 @@ def main() -> None:
     for s in sections:
         log(f"== {s}")
         try:
-            {"check": section_check, "stdio": section_stdio, "memory": section_memory, "listen": section_listen,
-             "client": section_client, "cluster": section_cluster,
+            {"check": section_check, "auth": section_auth, "stdio": section_stdio, "memory": section_memory,
+             "listen": section_listen, "client": section_client, "cluster": section_cluster,
              "http": lambda c, r: section_http(c, r, sse=False),
              "sse": lambda c, r: section_http(c, r, sse=True)}[s](cfg, results)
         except Exception as e:
