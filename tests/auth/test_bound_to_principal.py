@@ -4,7 +4,7 @@ expired one with the 401 of any other request, and are unknown to another princi
 
 Short-lived tokens carry the real token's claims, signed with the authorization server's own published
 key (oidc-provider mints none that expire within seconds); `serve` allows 30 s of clock skew, so a token
-whose `exp` is 26 s past is accepted for about four more seconds and then refused.
+whose `exp` is 24 s past is accepted for about six more seconds and then refused.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def server(auth_server: AuthServer) -> Iterator[str]:
         yield url
 
 
-def short_lived(auth_server: AuthServer, url: str, client: str, seconds: int = 5) -> tuple[str, float]:
+def short_lived(auth_server: AuthServer, url: str, client: str, seconds: int = 6) -> tuple[str, float]:
     """A token of `client` that expires (leeway included) within `seconds`, and when it is refused."""
     key = auth_server.keys[0]
     claims = _claims_of(auth_server.token(client, url, "tools:read"))
@@ -187,7 +187,7 @@ def test_another_principals_legacy_session_is_unknown(server: str, auth_server: 
 def test_a_legacy_elicitation_answer_is_authorized_too(server: str, auth_server: AuthServer) -> None:
     """The server->client request of a legacy call is answered by another POST: an expired token cannot
     deliver the answer, another principal cannot, a renewed token of the owner can."""
-    token, refused_from = short_lived(auth_server, server, "full", seconds=6)
+    token, refused_from = short_lived(auth_server, server, "full", seconds=8)
     sid = open_session(server, token, {"elicitation": {}})
     call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "ask_name", "arguments": {}}}
     headers = {"accept": ACCEPT, "authorization": f"Bearer {token}", "mcp-session-id": sid,
