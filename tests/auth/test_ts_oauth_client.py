@@ -1,6 +1,7 @@
 """The official TypeScript client 2.x (tools/node) runs the whole authorization flow against a protected
 `mcp-stateless serve` app and a real authorization server: discovery from our 401, authorization code with
-PKCE and a resource indicator, calls with the token, and a step-up on our 403 insufficient_scope.
+PKCE and a resource indicator, calls with the token, a step-up on our 403 insufficient_scope, and a
+refresh after our 401 for an access token we refuse.
 The client side is tests/auth/js/ts_oauth_client.mjs; every value it reports is checked here."""
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def login(issuer: str, client_id: str, scope: str, resource: str) -> dict[str, A
             "codeChallengeMethod": "S256", "stateEchoed": True, "iss": issuer}
 
 
-def test_pre_registered_client_logs_in_calls_and_steps_up(server: str, auth_server: AuthServer) -> None:
+def test_pre_registered_client_logs_in_calls_steps_up_and_refreshes(server: str, auth_server: AuthServer) -> None:
     out = run_client(server, "pre-registered", auth_server.issuer)
     iss = auth_server.issuer
     # first login: the scope our 401 advertised; second: the union our 403 asked for
@@ -58,11 +59,15 @@ def test_pre_registered_client_logs_in_calls_and_steps_up(server: str, auth_serv
     assert out["toolsAfter"] == ["whoami", "reset", "new_cart", "peek_cart"]
     # the client's private cache is per principal, and the principal did not change with the wider token
     assert out["toolsCachedAfter"] == ["whoami", "new_cart", "peek_cart"]
-    assert out["registered"] == [] and out["savedScopes"] == ["tools:read", "tools:read tools:admin"]
+    # our 401 for a spoiled access token: the client refreshes (no new login) and the retried call works
+    assert out["hadRefreshToken"] is True and out["refreshed"] is True
+    assert out["whoamiRefreshed"] == out["whoamiAfter"]
+    assert out["registered"] == []
+    assert out["savedScopes"] == ["tools:read", "tools:read tools:admin", "tools:read tools:admin"]
     assert out["tokenType"] == "Bearer"
 
 
-def test_dynamically_registered_client_logs_in_and_calls(server: str, auth_server: AuthServer) -> None:
+def test_dynamically_registered_client_logs_in_calls_and_refreshes(server: str, auth_server: AuthServer) -> None:
     """DCR (RFC 7591) then the same flow. The client registers for the scope of the first challenge only,
     so the authorization server (which enforces the registered scope, as RFC 7591 allows) refuses the
     step-up: our server's part (the 403 naming the union) is what the client asked for."""
@@ -78,4 +83,6 @@ def test_dynamically_registered_client_logs_in_and_calls(server: str, auth_serve
     assert out["reset"] is None
     # the refused step-up left the client working with the token it had
     assert out["whoamiAfter"] == out["whoami"] and out["toolsAfter"] == ["whoami", "new_cart", "peek_cart"]
-    assert out["savedScopes"] == ["tools:read"]
+    assert out["hadRefreshToken"] is True and out["refreshed"] is True
+    assert out["whoamiRefreshed"] == out["whoami"]
+    assert out["savedScopes"] == ["tools:read", "tools:read"]

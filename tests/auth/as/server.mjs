@@ -9,7 +9,7 @@
 //   opaque / opaque-secret  like full, but its access tokens are opaque (introspection tests)
 // and one client that only introspects (client_secret_basic), as a resource server would:
 //   rs     / rs-secret
-// For the authorization code flow (PKCE), a pre-registered public client `public-app` (any loopback
+// For the authorization code flow (PKCE, refresh tokens), a pre-registered public client `public-app` (any loopback
 // redirect_uri registered in AS_REDIRECT_URIS, space-separated) and Dynamic Client Registration (RFC 7591).
 // Login and consent are headless, test-only: /interaction/<uid> signs the user in as "alice" and grants
 // the scopes asked for, so a user agent that follows redirects (with cookies) ends at the redirect_uri.
@@ -38,7 +38,7 @@ const client = (id, scope, method = 'client_secret_post') => ({
 
 const publicApp = {
   client_id: 'public-app',
-  grant_types: ['authorization_code'],
+  grant_types: ['authorization_code', 'refresh_token'],
   redirect_uris: (process.env.AS_REDIRECT_URIS ?? 'http://127.0.0.1/callback').split(' '),
   response_types: ['code'],
   token_endpoint_auth_method: 'none',
@@ -49,6 +49,8 @@ const provider = new Provider(issuer, {
     client('opaque', 'tools:read tools:admin'), client('rs', 'tools:read', 'client_secret_basic'), publicApp],
   jwks,
   scopes: ['tools:read', 'tools:admin'],
+  // refresh tokens for the clients allowed the grant (authorization code clients), none for the others
+  issueRefreshToken: async (ctx, c) => c.grantTypeAllowed('refresh_token'),
   features: {
     devInteractions: { enabled: false },
     registration: { enabled: true },

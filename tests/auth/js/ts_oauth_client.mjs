@@ -2,7 +2,8 @@
 // against a protected mcp-stateless server and a real authorization server (oidc-provider):
 // 401 -> Protected Resource Metadata -> authorization server metadata -> (DCR) -> authorization code with
 // PKCE and a resource indicator -> token -> calls; then a tool needing more scope -> 403 insufficient_scope
-// -> a second authorization for the union of scopes -> the call succeeds.
+// -> a second authorization for the union of scopes -> the call succeeds; then a refused access token ->
+// the refresh token -> the call succeeds.
 // Login and consent at the authorization server are headless (tests/auth/as/server.mjs); the "browser" here
 // follows redirects with a cookie jar until it reaches the redirect_uri, like a user agent would.
 // Prints one JSON object on stdout; the pytest side checks every value.
@@ -30,7 +31,7 @@ class HeadlessProvider {
   get redirectUrl() { return REDIRECT; }
   get clientMetadata() {
     return { client_name: 'mcp-stateless TS interop', redirect_uris: [REDIRECT], response_types: ['code'],
-             grant_types: ['authorization_code'], token_endpoint_auth_method: 'none' };
+             grant_types: ['authorization_code', 'refresh_token'], token_endpoint_auth_method: 'none' };
   }
   state() { this.lastState = randomUUID(); return this.lastState; }
   clientInformation() { return this.client; }
@@ -126,6 +127,17 @@ out.reset = reset ? text(reset) : null;
 out.toolsCachedAfter = (await client.listTools()).tools.map((t) => t.name);
 out.toolsAfter = (await client.listTools(undefined, { cacheMode: 'refresh' })).tools.map((t) => t.name);
 out.whoamiAfter = (await client.callTool({ name: 'whoami', arguments: {} })).structuredContent;
+
+// Refresh: the server refuses the stored access token (spoiled here, as if revoked), so the client uses
+// its refresh token and retries, without a new login.
+const held = provider.tokenSet;
+out.hadRefreshToken = typeof held?.refresh_token === 'string';
+const [head, body, sig] = held.access_token.split('.');
+provider.tokenSet = { ...held, access_token: `${head}.${body}.${sig.slice(0, -6)}AAAAAA` };
+const loginsBefore = out.logins.length;
+out.whoamiRefreshed = (await client.callTool({ name: 'whoami', arguments: {} })).structuredContent;
+out.refreshed = provider.tokenSet.access_token !== held.access_token && out.logins.length === loginsBefore
+  && provider.pending === undefined;
 out.registered = provider.registered;
 out.savedScopes = provider.saved;
 out.tokenType = provider.tokenSet?.token_type ?? null;
