@@ -223,3 +223,48 @@ def _last_message(r: httpx.Response) -> dict[str, Any]:
         return got
     messages = [json.loads(line[5:]) for line in r.text.splitlines() if line.startswith("data:") and line[5:].strip()]
     return dict(messages[-1])
+
+
+# ------------------------------------------------------------------------------ long-lived streams
+def _open_until_end(method: str, url: str, headers: dict[str, str], body: dict[str, Any] | None,
+                    refused_from: float) -> tuple[list[dict[str, Any]], float]:
+    """Read a stream until the server ends it; its messages and when it ended. A stream still silent 4 s
+    after its token is refused fails with a read timeout (keep-alives come every 15 s)."""
+    seen: list[dict[str, Any]] = []
+    wait = refused_from - time.time() + 4
+    kw: dict[str, Any] = {"headers": headers, "timeout": httpx.Timeout(5, read=wait)}
+    if body is not None:
+        kw["content"] = orjson.dumps(body)
+    with httpx.stream(method, url, **kw) as stream:
+        assert stream.status_code == 200, stream.read()
+        for line in stream.iter_lines():
+            if line.startswith("data:") and line[5:].strip():
+                seen.append(json.loads(line[5:]))
+    return seen, time.time()
+
+
+def test_a_listen_stream_ends_when_its_token_expires(server: str, auth_server: AuthServer) -> None:
+    """A stream is one request: it would otherwise outlive the token that opened it for hours."""
+    token, refused_from = short_lived(auth_server, server, "full")
+    meta = {"io.modelcontextprotocol/protocolVersion": PV, "io.modelcontextprotocol/clientCapabilities": {}}
+    listen = {"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen",
+              "params": {"notifications": {"toolsListChanged": True}, "_meta": meta}}
+    headers = {"content-type": "application/json", "accept": ACCEPT, "mcp-protocol-version": PV,
+               "mcp-method": "subscriptions/listen", "authorization": f"Bearer {token}"}
+    seen, ended = _open_until_end("POST", server, headers, listen, refused_from)
+    assert [m["method"] for m in seen] == ["notifications/subscriptions/acknowledged"]
+    # ended by the expiry (the token is refused from `refused_from - 1`), not before it, nor long after
+    assert refused_from - 1.5 <= ended <= refused_from + 3, (ended, refused_from)
+    expired_refusal(modern(server, "tools/list", {}, token), server)  # and it cannot be reopened
+
+
+def test_a_legacy_get_stream_ends_when_its_token_expires(server: str, auth_server: AuthServer) -> None:
+    token, refused_from = short_lived(auth_server, server, "full")
+    sid = open_session(server, token)
+    headers = {"accept": "text/event-stream", "mcp-session-id": sid, "mcp-protocol-version": LEGACY,
+               "authorization": f"Bearer {token}"}
+    _, ended = _open_until_end("GET", server, headers, None, refused_from)
+    assert refused_from - 1.5 <= ended <= refused_from + 3, (ended, refused_from)
+    # the session itself lives on for the same principal with a renewed token
+    renewed = auth_server.token("full", server, "tools:read")
+    assert legacy(server, PING, renewed, sid).json() == {"jsonrpc": "2.0", "id": 1, "result": {}}

@@ -246,7 +246,9 @@ class BearerAuthenticator:
         else:
             scp = claims.get("scp")
             scopes = frozenset(s for s in scp if isinstance(s, str)) if isinstance(scp, list) else frozenset()
-        return Principal(f"{iss}#{sub}", scopes, dict(claims))
+        exp = claims.get("exp")  # checked to be a number by _check_claims before any principal is made
+        until = float(exp) + self._leeway if isinstance(exp, int | float) else None
+        return Principal(f"{iss}#{sub}", scopes, dict(claims), until)
 
     # -- keys -------------------------------------------------------------------------------
     def _client(self) -> httpx.AsyncClient:

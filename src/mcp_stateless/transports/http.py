@@ -13,7 +13,9 @@ Each request is authenticated before its body is read: a `Challenge` becomes its
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
@@ -341,7 +343,8 @@ class HttpTransport:
             accept = headers.get("accept", "*/*").lower()
             can_sse = "*/*" in accept or "text/event-stream" in accept or "text/*" in accept
         answer = await self.legacy.exchange(method, message, headers, who, can_sse)
-        await legacy_http.write(answer, receive, send)
+        # The GET stream is the session's long-lived one: it ends when the token that opened it expires.
+        await legacy_http.write(answer, receive, send, who.expires_at if method == "GET" else None)
 
     async def _read_body(self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send) -> bytes | None:
         length = headers.get("content-length")
@@ -476,18 +479,37 @@ class HttpTransport:
         # instead of a task and an asyncio.wait() per message: an event reaches 10k idle streams sooner.
         pump = loop.create_task(_pump(stream, send))
         watch = _DisconnectWatch(loop, pump, receive, pump.cancel)
+        expiry = _expiry(loop, call.principal.expires_at, pump)
         try:
             await asyncio.wait((pump,))
         finally:
             watch.close()
+            if expiry is not None:
+                expiry.cancel()
             if not pump.done():
                 pump.cancel()
                 await asyncio.wait((pump,))  # let it unwind before aclose() below
             await stream.aclose()
+        if pump.cancelled() and not watch.disconnected:
+            await _end_expired(send)  # the token expired: end the response; the client reconnects with a new one
+            return
         if not pump.cancelled():
             failure = pump.exception()
             if failure is not None:
                 raise failure
+
+
+def _expiry(loop: asyncio.AbstractEventLoop, expires_at: float | None,
+            task: asyncio.Task[None]) -> asyncio.TimerHandle | None:
+    """Cancel `task` (a stream's pump) when the principal's credentials expire."""
+    if expires_at is None:
+        return None
+    return loop.call_later(max(0.0, expires_at - time.time()), task.cancel)
+
+
+async def _end_expired(send: Send) -> None:
+    with contextlib.suppress(OSError):
+        await send({"type": "http.response.body", "body": b""})
 
 
 def _frame(item: ListenItem) -> bytes:

@@ -7,6 +7,8 @@ for exchanges `protocol.legacy.era_of` calls legacy.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -36,7 +38,8 @@ def _extra(answer: LegacyAnswer) -> list[tuple[bytes, bytes]]:
     return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in answer.headers]
 
 
-async def write(answer: LegacyAnswer, receive: Receive, send: Send) -> None:
+async def write(answer: LegacyAnswer, receive: Receive, send: Send, expires_at: float | None = None) -> None:
+    """Write `answer`; a stream is ended (its response completed) at `expires_at` (epoch seconds)."""
     stream = answer.stream
     if stream is None:
         if answer.body is None:
@@ -48,11 +51,11 @@ async def write(answer: LegacyAnswer, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": answer.status, "headers": headers})
         await send({"type": "http.response.body", "body": data})
         return
-    await _stream(answer, stream, receive, send)
+    await _stream(answer, stream, receive, send, expires_at)
 
 
 async def _stream(answer: LegacyAnswer, stream: AsyncGenerator[LegacyItem, None], receive: Receive,
-                  send: Send) -> None:
+                  send: Send, expires_at: float | None) -> None:
     # The stream's first item comes before the headers: a GET stream is subscribed by then, so nothing
     # published after the client sees 200 is missed.
     try:
@@ -67,14 +70,22 @@ async def _stream(answer: LegacyAnswer, stream: AsyncGenerator[LegacyItem, None]
     loop = asyncio.get_running_loop()
     pump = loop.create_task(_pump(stream, send))
     gone = loop.create_task(_wait_disconnect(receive))
+    expiry = None if expires_at is None else loop.call_later(max(0.0, expires_at - time.time()), pump.cancel)
     try:
         await asyncio.wait((pump, gone), return_when=asyncio.FIRST_COMPLETED)
     finally:
+        if expiry is not None:
+            expiry.cancel()
+        client_left = gone.done() and not gone.cancelled()
         for t in (pump, gone):
             if not t.done():
                 t.cancel()
         await asyncio.wait((pump, gone))
         await stream.aclose()
+    if pump.cancelled() and not client_left:  # the token expired: end the response (the client reconnects)
+        with contextlib.suppress(OSError):
+            await send({"type": "http.response.body", "body": b""})
+        return
     if not pump.cancelled() and pump.exception() is not None:
         raise pump.exception()  # type: ignore[misc]
 
