@@ -11,6 +11,8 @@ Sections (all by default):
   listen   10,000 idle listen streams on one instance of ours: RSS, CPU, fan-out time of one change event
   client   our client vs the official Python client (bench/client_bench.py, when it exists)
   cluster  1/2/4 instances behind nginx with Redis state (when deploy/nginx.conf and the Redis state exist)
+  legacy   2025-era sessions (initialize, initialized, tools/list, tools/call, DELETE): ours vs mcp's stateful
+           path under both stacks, and the RSS an idle legacy session costs each
 
 Servers run pinned to core 0, load generators to core 1 (taskset); targets are interleaved over rounds
 and each run starts a fresh server; the table shows medians. Every server is stopped by its pid.
@@ -50,7 +52,7 @@ SERVER_CPU = os.environ.get("BENCH_SERVER_CPU", "0")
 CLIENT_CPU = os.environ.get("BENCH_CLIENT_CPU", "1")
 RESULTS_DIR = ROOT / ".cache/bench-results"
 
-HTTP_TARGETS = ("bare", "ours", "ours_sync", "mcp", "fastmcp")
+HTTP_TARGETS = ("bare", "ours", "ours_legacy", "ours_sync", "mcp", "fastmcp")
 SSE_TARGETS = ("ours", "mcp", "fastmcp")
 STDIO_TARGETS = ("ours", "mcp", "fastmcp")
 STACKS = ("h11", "fast")
@@ -62,7 +64,7 @@ def log(msg: str) -> None:
 
 
 def python_for(target: str) -> str:
-    return PEERS_PY if target in ("mcp", "fastmcp") else OURS_PY
+    return PEERS_PY if target in ("mcp", "fastmcp", "mcp_legacy") else OURS_PY
 
 
 def pinned(cpu: str, cmd: list[str]) -> list[str]:
@@ -447,6 +449,63 @@ def section_client(cfg: argparse.Namespace, results: dict[str, Any]) -> None:
         results["client"] = {"error": str(e)[:300]}
 
 
+LEGACY_TARGETS = ("ours_legacy", "mcp_legacy")
+
+
+def run_legacy_client(port: int, pid: int, args: list[str], timeout: float) -> dict[str, Any]:
+    cmd = [OURS_PY, str(HERE / "legacy_client.py"), "--port", str(port), "--pid", str(pid), *args]
+    out = subprocess.run(pinned(CLIENT_CPU, cmd), capture_output=True, timeout=timeout, check=True)
+    return dict(json.loads(out.stdout))
+
+
+def section_legacy(cfg: argparse.Namespace, results: dict[str, Any]) -> None:
+    """2025-era session traffic, ours vs mcp's stateful sessions, interleaved like the http section;
+    then the RSS of idle sessions on a fresh server of each."""
+    stacks = [s for s in STACKS if s in cfg.stacks]
+    runs: dict[str, list[dict[str, Any]]] = {f"{t}/{s}": [] for t in LEGACY_TARGETS for s in stacks}
+    for r in range(cfg.rounds):
+        order = [(t, s) for s in stacks for t in LEGACY_TARGETS]
+        k = r % len(order)
+        for t, s in order[k:] + order[:k]:
+            try:
+                with Server(t, s) as srv:
+                    res = run_legacy_client(srv.port, srv.pid, ["--duration", str(cfg.duration),
+                                                                "--warmup", str(cfg.warmup)],
+                                            cfg.duration + cfg.warmup + 90)
+            except Exception as e:
+                log(f"legacy {t}/{s} round {r + 1}: FAILED {e}")
+                res = {"error": str(e)[:300]}
+            runs[f"{t}/{s}"].append(res)
+            if "rps" in res:
+                log(f"legacy {t}/{s} round {r + 1}: {res['sessions_per_s']:,.0f} sessions/s, {res['rps']:,.0f} "
+                    f"requests/s, {res['cpu_us_per_request']:.0f} µs CPU/request, {res['errors']} errors")
+    summary: dict[str, Any] = {}
+    for name, rs in runs.items():
+        ok = [x for x in rs if "rps" in x]
+        summary[name] = {
+            "rounds": len(ok), "rps": median([x["rps"] for x in ok]),
+            "sessions_per_s": median([x["sessions_per_s"] for x in ok]),
+            "rps_all": [round(x["rps"]) for x in ok],
+            "cpu_us_per_request": median([x["cpu_us_per_request"] for x in ok]),
+            "session_p50_ms": median([x["session_p50_ms"] for x in ok]),
+            "session_p99_ms": median([x["session_p99_ms"] for x in ok]),
+            "rss_after_kb": median([x["rss_kb"] for x in ok]),
+            "errors": sum(x.get("errors", 0) for x in ok),
+            "first_error": next((x["first_error"] for x in ok if x.get("first_error")), ""),
+        }
+    idle: dict[str, Any] = {}
+    for t in LEGACY_TARGETS:
+        try:
+            with Server(t, "fast") as srv:
+                idle[t] = run_legacy_client(srv.port, srv.pid, ["--mode", "idle", "--sessions",
+                                                                str(cfg.legacy_sessions)], 300)
+            log(f"legacy idle {t}: {idle[t]}")
+        except Exception as e:
+            log(f"legacy idle {t}: FAILED {e}")
+            idle[t] = {"error": str(e)[:300]}
+    results["legacy"] = {"traffic": summary, "idle": idle}
+
+
 def section_cluster(cfg: argparse.Namespace, results: dict[str, Any]) -> None:
     import cluster
 
@@ -601,6 +660,33 @@ def report(results: dict[str, Any]) -> str:
         add(c.get("stdout") or json.dumps(c))
         add("```")
         add("")
+    if "legacy" in results:
+        lg = results["legacy"]
+        add("## 2025-era sessions: initialize, initialized, tools/list, tools/call, DELETE (16 connections)")
+        add("")
+        add("| stack | target | sessions/s | requests/s | server CPU µs/request | session p50 ms | session p99 ms | "
+            "RSS after MB | ours ÷ this | errors |")
+        add("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for stack in STACKS:
+            ours = lg["traffic"].get(f"ours_legacy/{stack}")
+            for t in LEGACY_TARGETS:
+                d = lg["traffic"].get(f"{t}/{stack}")
+                if d is None:
+                    continue
+                add(f"| {STACK_LABEL[stack]} | {t} | {fmt(d['sessions_per_s'])} | {fmt(d['rps'])} | "
+                    f"{fmt(d['cpu_us_per_request'])} | {fmt(d['session_p50_ms'], 2)} | "
+                    f"{fmt(d['session_p99_ms'], 2)} | {fmt(d['rss_after_kb'] / 1024, 1)} | "
+                    f"{fmt(ratio(ours['rps'], d['rps']) if ours else None, 2)} | {d['errors']} |")
+        add("")
+        add("| target | idle sessions opened | RSS before MB | RSS after MB | kB per idle session |")
+        add("|---|---:|---:|---:|---:|")
+        for t, d in lg["idle"].items():
+            if "error" in d:
+                add(f"| {t} | failed: {d['error'][:80]} | | | |")
+                continue
+            add(f"| {t} | {d['sessions']:,} | {d['rss_before_kb'] / 1024:.1f} | {d['rss_after_kb'] / 1024:.1f} | "
+                f"{d['kb_per_session']:.1f} |")
+        add("")
     add("## Targets")
     add("")
     for name, ok, detail in targets_met(results):
@@ -641,6 +727,11 @@ def targets_met(results: dict[str, Any]) -> Iterator[tuple[str, bool | None, str
         yield "RSS flat within 5% after the 100k run", g <= 0.05, detail
     else:
         yield "RSS flat within 5% after the 100k run", None, "not measured"
+    lt = results.get("legacy", {}).get("traffic", {})
+    for stack in STACKS:
+        r = ratio((lt.get(f"ours_legacy/{stack}") or {}).get("rps"), (lt.get(f"mcp_legacy/{stack}") or {}).get("rps"))
+        if r is not None:
+            yield f"legacy sessions ({STACK_LABEL[stack]}) >= 3x mcp's stateful path", r >= 3, f"{fmt(r, 2)}x"
     ls = results.get("listen", {})
     if "rss_kb" in ls and "fanout_s" in ls:
         yield f"{ls['opened']:,} listen streams within 300 MB", ls["rss_kb"] <= 300 * 1024, \
@@ -651,7 +742,7 @@ def targets_met(results: dict[str, Any]) -> Iterator[tuple[str, bool | None, str
         yield "10k listen streams", None, "not measured"
 
 
-SECTIONS = ("check", "http", "sse", "auth", "stdio", "memory", "listen", "client", "cluster")
+SECTIONS = ("check", "http", "sse", "auth", "stdio", "memory", "listen", "client", "cluster", "legacy")
 
 
 def main() -> None:
@@ -663,13 +754,14 @@ def main() -> None:
     p.add_argument("--rounds", type=int)
     p.add_argument("--duration", type=float, help="measured seconds per run")
     p.add_argument("--warmup", type=float)
-    p.add_argument("--targets", default="bare,ours,ours_sync,mcp,fastmcp")
+    p.add_argument("--targets", default="bare,ours,ours_legacy,ours_sync,mcp,fastmcp")
     p.add_argument("--stacks", default="h11,fast")
     p.add_argument("--sse-stacks", default="fast", help="stacks for the SSE section (default: httptools+uvloop)")
     p.add_argument("--memory-requests", type=int)
     p.add_argument("--listen-streams", type=int)
     p.add_argument("--listen-idle", type=float, default=5.0, help="seconds the listen streams sit idle")
     p.add_argument("--cluster-sizes", default="1,2,4")
+    p.add_argument("--legacy-sessions", type=int, help="idle legacy sessions opened for the memory figure")
     p.add_argument("--out", help="write the markdown report here too")
     cfg = p.parse_args()
     q = cfg.quick
@@ -678,6 +770,7 @@ def main() -> None:
     cfg.warmup = cfg.warmup if cfg.warmup is not None else (0.5 if q else 1.5)
     cfg.memory_requests = cfg.memory_requests or (20_000 if q else 100_000)
     cfg.listen_streams = cfg.listen_streams or (2_000 if q else 10_000)
+    cfg.legacy_sessions = cfg.legacy_sessions or (1_000 if q else 5_000)
     cfg.targets = cfg.targets.split(",")
     cfg.stacks = cfg.stacks.split(",")
     cfg.sse_stacks = cfg.sse_stacks.split(",")
@@ -687,7 +780,7 @@ def main() -> None:
     for s in sections:
         if s not in SECTIONS:
             p.error(f"unknown section {s!r}")
-    if any(t in ("mcp", "fastmcp") for t in cfg.targets) and not Path(PEERS_PY).exists():
+    if (any(t in ("mcp", "fastmcp") for t in cfg.targets) or "legacy" in sections) and not Path(PEERS_PY).exists():
         p.error(f"peers' venv missing ({PEERS_PY}): run bash bench/run.sh, which creates it")
     raise_nofile()
     results: dict[str, Any] = {
@@ -702,7 +795,7 @@ def main() -> None:
         log(f"== {s}")
         try:
             {"check": section_check, "auth": section_auth, "stdio": section_stdio, "memory": section_memory,
-             "listen": section_listen, "client": section_client, "cluster": section_cluster,
+             "listen": section_listen, "client": section_client, "cluster": section_cluster, "legacy": section_legacy,
              "http": lambda c, r: section_http(c, r, sse=False),
              "sse": lambda c, r: section_http(c, r, sse=True)}[s](cfg, results)
         except Exception as e:

@@ -72,7 +72,7 @@ async def drive(app: Any, n: int, conc: int, progress: bool) -> float:
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--target", default="ours", choices=("ours", "ours_sync", "bare"))
+    p.add_argument("--target", default="ours", choices=("ours", "ours_legacy", "ours_sync", "bare"))
     p.add_argument("-n", type=int, default=40_000)
     p.add_argument("--conc", type=int, default=16)
     p.add_argument("--sse", action="store_true")

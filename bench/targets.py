@@ -18,8 +18,8 @@ authentication at all, and as an OAuth resource server checking a JWT access tok
 
 from typing import Any
 
-TARGETS = ("bare", "ours", "ours_sync", "ours_anon", "ours_jwt", "mcp", "fastmcp")
-PEERS = ("mcp", "fastmcp")  # run from the peers' venv
+TARGETS = ("bare", "ours", "ours_sync", "ours_anon", "ours_jwt", "mcp", "fastmcp", "ours_legacy", "mcp_legacy")
+PEERS = ("mcp", "fastmcp", "mcp_legacy")  # run from the peers' venv
 
 
 def build_ours_sync() -> Any:
@@ -76,6 +76,15 @@ def build_ours() -> Any:
     return HttpTransport(app), app
 
 
+def build_ours_legacy() -> Any:
+    """Ours serving both eras, as `mcp-stateless serve` does by default (`--legacy serve`)."""
+    from mcp_stateless.server.legacy import LegacyServer
+    from mcp_stateless.transports.http import HttpTransport
+
+    app = build_ours()[1]
+    return HttpTransport(app, legacy=LegacyServer(app))
+
+
 def build_ours_stdio() -> Any:
     return build_ours()[1]
 
@@ -130,6 +139,12 @@ def build_mcp() -> Any:
 
 def build_mcp_http(json_response: bool) -> Any:
     return build_mcp().streamable_http_app(json_response=json_response, stateless_http=True)
+
+
+def build_mcp_legacy() -> Any:
+    """The official SDK's 2025-era path as it ships: stateful sessions (a per-process session map),
+    SSE responses (its default `json_response=False`)."""
+    return build_mcp().streamable_http_app()
 
 
 def build_fastmcp() -> Any:
@@ -206,4 +221,8 @@ def asgi_app(target: str, json_response: bool = True) -> Any:
         return build_mcp_http(json_response)
     if target == "fastmcp":
         return build_fastmcp_http(json_response)
+    if target == "ours_legacy":
+        return build_ours_legacy()
+    if target == "mcp_legacy":
+        return build_mcp_legacy()
     raise ValueError(f"unknown target {target!r}")

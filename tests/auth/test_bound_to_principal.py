@@ -268,3 +268,19 @@ def test_a_legacy_get_stream_ends_when_its_token_expires(server: str, auth_serve
     # the session itself lives on for the same principal with a renewed token
     renewed = auth_server.token("full", server, "tools:read")
     assert legacy(server, PING, renewed, sid).json() == {"jsonrpc": "2.0", "id": 1, "result": {}}
+
+
+def test_an_http_sse_stream_ends_when_its_token_expires(auth_server: AuthServer) -> None:
+    """The 2024-11-05 transport's GET stream carries every answer of its channel: it ends with its token."""
+    with protected([auth_server.issuer], "--legacy-sse", app=APP) as url:
+        token, refused_from = short_lived(auth_server, url, "full")
+        headers = {"accept": "text/event-stream", "authorization": f"Bearer {token}"}
+        lines: list[str] = []
+        with httpx.stream("GET", url, headers=headers,
+                          timeout=httpx.Timeout(5, read=refused_from - time.time() + 4)) as stream:
+            assert stream.status_code == 200
+            for line in stream.iter_lines():
+                lines.append(line)
+        ended = time.time()
+        assert lines[0] == "event: endpoint" and lines[1].startswith("data: /mcp?")
+        assert refused_from - 1.5 <= ended <= refused_from + 3, (ended, refused_from)

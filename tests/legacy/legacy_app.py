@@ -99,3 +99,9 @@ async def slow(ctx: Context) -> str:
     ctx.report_progress(1, 2)
     await asyncio.sleep(10)
     return "slow done"
+
+
+@app.tool()
+def era(ctx: Context) -> str:
+    """The protocol version this call was made under (which era the client landed in)"""
+    return ctx.protocol_version

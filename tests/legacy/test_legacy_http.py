@@ -105,7 +105,10 @@ def test_initialize_negotiates_and_lists_on_the_other_instance(pair: tuple[str, 
     assert not {"resultType", "ttlMs", "cacheScope", "_meta"} & set(result)
     called = httpx.post(b, json=msg("tools/call", {"name": "greet", "arguments": {"name": "Ann"}}, 3),
                         headers=headers(sid))
-    assert sse_messages(called.text)[-1]["result"]["content"] == [{"type": "text", "text": "Hello, Ann!"}]
+    # A quick call that sends nothing before its result is answered as JSON (nothing to resume).
+    assert called.headers["content-type"] == "application/json"
+    greeting = {"content": [{"type": "text", "text": "Hello, Ann!"}]}
+    assert called.json() == {"jsonrpc": "2.0", "id": 3, "result": greeting}
 
 
 @pytest.mark.parametrize(("asked", "settled"), [("2025-06-18", "2025-06-18"), ("2025-03-26", "2025-03-26"),
@@ -184,7 +187,7 @@ def test_two_rounds_and_a_client_error(pair: tuple[str, str]) -> None:
 def test_missing_capability_is_the_modern_error(pair: tuple[str, str]) -> None:
     sid = initialize(pair[0])  # no elicitation capability declared at initialize
     r = httpx.post(pair[1], json=msg("tools/call", {"name": "ask_name", "arguments": {}}, 4), headers=headers(sid))
-    assert sse_messages(r.text)[-1]["error"]["code"] == -32021
+    assert r.headers["content-type"] == "application/json" and r.json()["error"]["code"] == -32021
 
 
 def test_logging_level_and_progress_follow_the_session(pair: tuple[str, str]) -> None:
@@ -369,3 +372,64 @@ def test_cancelled_on_the_other_instance_stops_the_call(pair: tuple[str, str]) -
                 assert httpx.post(b, json=note, headers=headers(sid)).status_code == 202
     assert [m.get("method") for m in seen] == ["notifications/progress"]  # and no response
     assert time.monotonic() - started < 8
+
+
+def _get_events(url: str, sid: str, want: int, last_event_id: str | None = None,
+                on_open: Any = None) -> list[tuple[str | None, dict[str, Any] | None]]:
+    """(id, message) of a GET stream's events until `want` messages arrived (the priming event is
+    (id, None)); `on_open` runs once the stream answered 200."""
+    h = {**headers(sid), "accept": "text/event-stream"}
+    if last_event_id is not None:
+        h["last-event-id"] = last_event_id
+    out: list[tuple[str | None, dict[str, Any] | None]] = []
+    event_id: str | None = None
+    with httpx.stream("GET", url, headers=h, timeout=20) as stream:
+        assert stream.status_code == 200
+        if on_open is not None:
+            on_open()
+        for line in stream.iter_lines():
+            if line.startswith("id:"):
+                event_id = line[3:].strip()
+            elif line.startswith("data:"):
+                out.append((event_id, data_of(line)))
+                event_id = None
+                if sum(1 for _, m in out if m is not None) >= want:
+                    break
+    return out
+
+
+def test_a_dropped_get_stream_resumes_on_the_other_instance_with_last_event_id(pair: tuple[str, str]) -> None:
+    """The GET stream's events carry ids; changes made while the client is away are replayed on another
+    instance from its Last-Event-ID, in order, and nothing it already saw comes again."""
+    a, b = pair
+    sid = initialize(a)
+    assert httpx.post(b, json=msg("resources/subscribe", {"uri": "test://watched"}, 2),
+                      headers=headers(sid)).json()["result"] == {}
+
+    def call(tool: str, args: dict[str, Any], rid: int) -> None:
+        r = httpx.post(b, json=msg("tools/call", {"name": tool, "arguments": args}, rid), headers=headers(sid))
+        assert r.status_code == 200, r.text
+
+    first = _get_events(a, sid, 1, on_open=lambda: call("change_tools", {}, 3))
+    (primed, none), (seen_id, seen) = first
+    assert none is None and primed is not None and primed.startswith("get:")  # the priming event
+    assert seen == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+    assert seen_id is not None and int(seen_id[4:]) > int(primed[4:])
+    # The client is away: three changes happen, one of them not its concern.
+    call("touch", {"uri": "test://other"}, 4)
+    call("touch", {"uri": "test://watched"}, 5)
+    call("change_tools", {}, 6)
+    resumed = _get_events(b, sid, 2, last_event_id=seen_id)
+    messages = [m for _, m in resumed if m is not None]
+    assert messages == [
+        {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "test://watched"}},
+        {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"},
+    ]
+    ids = [i for i, m in resumed if m is not None]
+    assert all(i is not None and int(i[4:]) > int(seen_id[4:]) for i in ids) and ids == sorted(ids)
+    # From the priming id, the first stream's event is replayed too (it came after the priming event).
+    again = _get_events(a, sid, 3, last_event_id=primed)
+    assert [m for _, m in again if m is not None] == [seen, *messages]
+    # An id naming no event of any stream is refused, as for POST streams.
+    bad = httpx.get(a, headers={**headers(sid), "accept": "text/event-stream", "last-event-id": "get:x"}, timeout=5)
+    assert bad.status_code == 400

@@ -1,8 +1,10 @@
 """The `mcp-stateless` command line: one module per command group, each registering its subcommands.
 
-`serve` (serve.py) runs an app over stdio or Streamable HTTP; discover, tools, call, read, prompt and
-listen (client.py) talk to a server. Each subcommand carries its `run(args) -> exit status`; `main` only
-parses and dispatches, so adding a group (audit, inventory, bridge) is one module and one line below.
+`serve` (serve.py) runs an app over stdio or Streamable HTTP; `contract` (contract.py) prints its Server
+Card; discover, tools, call, read, prompt and listen (client.py) talk to a server, with the token `login`
+(login.py) stored; audit (audit.py) checks one for hidden state. Each subcommand carries its
+`run(args) -> exit status`; `main` only parses and dispatches, so adding a group (inventory, bridge) is
+one module and one line below.
 """
 
 from __future__ import annotations
@@ -10,11 +12,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import client, serve
+from . import audit, client, contract, login, serve
 from .base import CliError, CommandGroup, Parser
 from .config import ServeConfig
 
-GROUPS: tuple[CommandGroup, ...] = (serve, client)
+GROUPS: tuple[CommandGroup, ...] = (serve, contract, client, login, audit)
 
 
 class _Version(argparse.Action):

@@ -15,6 +15,7 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ..protocol.caching import CacheHint
+from ..protocol.card import CardIdentity, card_name, describe
 from ..protocol.endpoint import Call, ListenItem, Reply
 from ..protocol.envelope import MethodTable, Request
 from ..protocol.mrtr import KeyRing
@@ -103,6 +104,8 @@ class App:
         self.rounds = Rounds(key_ring, mrtr_ttl_s)
         self.listeners = Listeners(self.catalog, listen_keepalive_s, event_bus, listen_max_subscriptions)
         self._own_event_bus = event_bus is not None
+        self._events_base = self.listeners.events
+        self._event_taps: dict[str, Callable[[EventBus], EventBus]] = {}
         self._dispatch = Dispatcher(self)
         self._background: set[asyncio.Task[None]] = set()
         self.table = MethodTable(self.catalog.methods, self.catalog.tool_headers)
@@ -164,9 +167,23 @@ class App:
         self.state = bundle
         self._handle_store = bundle.handles
         if not self._own_event_bus:
-            self.listeners.events = bundle.events
+            self._events_base = bundle.events
+            self._apply_event_taps()
         if self.tasks is not None:
             self.tasks.adopt_state(bundle)
+
+    def tap_events(self, name: str, wrap: Callable[[EventBus], EventBus]) -> None:
+        """Publish every change event through `wrap(bus)` (kept when `use_state` changes the bus; a second
+        tap of the same `name` replaces the first): how an extension sees each event once, on the instance
+        that published it (the 2025 branch logs them for its GET streams' resumption)."""
+        self._event_taps[name] = wrap
+        self._apply_event_taps()
+
+    def _apply_event_taps(self) -> None:
+        events = self._events_base
+        for wrap in self._event_taps.values():
+            events = wrap(events)
+        self.listeners.events = events
 
     @property
     def handle_store(self) -> HandleStore:
@@ -316,6 +333,13 @@ class App:
 
     def capabilities(self) -> dict[str, Any]:
         return self.catalog.capabilities()
+
+    def card_identity(self) -> CardIdentity:
+        """Who this app is, for its Server Card (SEP-2127): the transports read it at `<endpoint>/server-card`
+        and `mcp-stateless contract` prints it."""
+        title = self.server_info.get("title")
+        return CardIdentity(card_name(self.name), self.version, describe(self.name, title, self.instructions),
+                            title, tuple(sorted(self.capabilities().get("extensions", {}))))
 
     # ------------------------------------------------------------------ change events
     def _changed(self, kind: ListKind) -> None:

@@ -3,8 +3,9 @@
 It answers `initialize` (negotiating 2025-11-25 down to 2025-03-26), `ping`, `logging/setLevel`,
 `resources/subscribe`/`unsubscribe`, the app's own methods through `bridge`, clients' responses to
 server->client requests, the standalone GET stream (list changes and subscribed resource updates, from
-the state bus, so a change made on any instance arrives) and DELETE. Nothing here is kept per process:
-any instance sharing the key ring and the state store serves any session.
+the state bus, so a change made on any instance arrives) and DELETE; the 2024-11-05 HTTP+SSE transport
+through `sse.SseChannels`. Nothing here is kept per process: any instance sharing the key ring and the
+state store serves any session.
 """
 
 from __future__ import annotations
@@ -18,7 +19,15 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ...protocol import errors
-from ...protocol.endpoint import KEEPALIVE, LegacyAnswer, LegacyItem, Outbox, SseEvent, StdioSession
+from ...protocol.endpoint import (
+    KEEPALIVE,
+    LegacyAnswer,
+    LegacyCounters,
+    LegacyItem,
+    Outbox,
+    SseEvent,
+    StdioSession,
+)
 from ...protocol.envelope import LOG_LEVEL_RANK, LOG_LEVELS, Rejection
 from ...protocol.errors import McpError, error_response
 from ...protocol.legacy import (
@@ -36,10 +45,14 @@ from ...protocol.legacy import (
 from ...protocol.mrtr import MRTR_METHODS
 from ...protocol.principal import Principal
 from ...state import StateBundle
+from ...state.events import ChangeEvent
 from ..context import Context
 from . import bridge
+from .changelog import GET_STREAM, ChangeLog, LoggedEvents
+from .outbox import PendingMessages
 from .peer import Peer
 from .sessions import Session, Sessions, SessionState
+from .sse import SseChannels
 from .streams import StreamLog, parse_event_id
 
 if TYPE_CHECKING:
@@ -54,19 +67,26 @@ _LIST_CHANGED = {
     "resources": "notifications/resources/list_changed",
 }
 MAX_SESSION_ID = 4096  # characters
-_STREAM_BACKLOG = 4096
-CANCEL_TOPIC = "legacy-cancel"  # messages a slow client may fall behind on one stream before the oldest go
+CANCEL_TOPIC = "legacy-cancel"  # `notifications/cancelled` of any instance, read by the one running the call
 
 
 class LegacyServer:
     """Serves 2025-era clients from `app`'s handlers. `session_ttl_s`: how long a session id stays
     valid; `request_timeout_s`: how long a call waits for a client's answer to a server->client request;
-    `stream_ttl_s`: how long a call's stream can be resumed (`Last-Event-ID`) after its last message."""
+    `stream_ttl_s`: how long a call's stream, or an event of the GET streams, can be resumed
+    (`Last-Event-ID`) after it was sent; `get_log_max`: how many GET-stream events are kept at most;
+    `heartbeat_s`: how often a running call says it is alive (a call silent for 5 beats is taken for
+    dead, its instance gone: a client resuming its stream gets an error response instead of waiting);
+    `json_within_s`: a call that finishes this quickly without sending anything is answered as JSON."""
 
     def __init__(self, app: App, *, session_ttl_s: float = 24 * 3600.0, request_timeout_s: float = 300.0,
                  keepalive_s: float | None = None, versions: tuple[str, ...] = SERVED_VERSIONS,
-                 stream_ttl_s: float = 600.0) -> None:
+                 stream_ttl_s: float = 600.0, get_log_max: int = 10_000, heartbeat_s: float = 2.0,
+                 json_within_s: float = 0.25) -> None:
         self.stream_ttl_s = stream_ttl_s
+        self.heartbeat_s = heartbeat_s
+        self.json_within_s = json_within_s
+        self.get_log_max = get_log_max
         self.app = app
         self.session_ttl_s = session_ttl_s
         self.request_timeout_s = request_timeout_s
@@ -76,8 +96,11 @@ class LegacyServer:
         self._running: set[asyncio.Future[None]] = set()
         # Exchanges by (kind, HTTP status): this era's own counters, for the metrics exporter to read.
         self.counters: collections.Counter[tuple[str, int]] = collections.Counter()
-        self._calls: dict[tuple[str, Any], asyncio.Future[None]] = {}  # this instance's streamed calls
+        self._calls: dict[tuple[str, Any], asyncio.Future[Any]] = {}  # this instance's streamed calls
         self._cancel_reader: asyncio.Future[None] | None = None
+        # Every change event published through this app, on this instance, is logged once for the GET
+        # streams of every instance (publishers log; readers only read).
+        app.tap_events("legacy-get-log", lambda bus: LoggedEvents(bus, lambda: self.change_log))
 
     # ------------------------------------------------------------------ shared parts, read per use
     def _state(self) -> StateBundle:
@@ -97,7 +120,11 @@ class LegacyServer:
     @property
     def streams(self) -> StreamLog:
         keepalive = self.keepalive_s if self.keepalive_s is not None else self.app.listen_keepalive_s
-        return StreamLog(self._state().records, self._state().bus, self.stream_ttl_s, keepalive)
+        return StreamLog(self._state().records, self._state().bus, self.stream_ttl_s, keepalive, self.heartbeat_s)
+
+    @property
+    def change_log(self) -> ChangeLog:
+        return ChangeLog(self._state().records, self.stream_ttl_s, self.get_log_max)
 
     @property
     def peer(self) -> Peer:
@@ -105,9 +132,11 @@ class LegacyServer:
 
     # ------------------------------------------------------------------ the seam
     async def exchange(self, http_method: str, message: Any, headers: Mapping[str, str],
-                       principal: Principal, can_sse: bool) -> LegacyAnswer:
+                       principal: Principal, can_sse: bool, outbox: Outbox | None = None) -> LegacyAnswer:
+        """`outbox`: where a request's messages go when the transport has a channel of its own (the
+        2024-11-05 SSE stream); None answers on the POST itself."""
         try:
-            answer = await self._exchange(http_method, message, headers, principal, can_sse)
+            answer = await self._exchange(http_method, message, headers, principal, can_sse, outbox)
         except McpError as e:  # e.g. the state store is unreachable
             answer = LegacyAnswer(500 if e.code == errors.INTERNAL_ERROR else 400, error_response(None, e))
         kind = _kind(http_method, message)
@@ -117,7 +146,7 @@ class LegacyServer:
         return answer
 
     async def _exchange(self, http_method: str, message: Any, headers: Mapping[str, str],
-                        principal: Principal, can_sse: bool) -> LegacyAnswer:
+                        principal: Principal, can_sse: bool, outbox: Outbox | None = None) -> LegacyAnswer:
         decision = None
         if http_method == "POST":
             decision = classify(message)
@@ -162,14 +191,16 @@ class LegacyServer:
             return _rejected(Rejection(400, None, McpError(
                 errors.INVALID_REQUEST, f"no request with id {decision.id!r} is waiting for a response")))
         assert isinstance(decision, LegacyRequest)
-        return await self._request(decision, session, state, principal, headers, can_sse)
+        return await self._request(decision, session, state, principal, headers, can_sse, outbox)
 
     # ------------------------------------------------------------------ lifecycle
     def _initialize(self, req: LegacyRequest, principal: Principal) -> LegacyAnswer:
         return self.initialize(req, principal)[0]
 
-    def initialize(self, req: LegacyRequest, principal: Principal) -> tuple[LegacyAnswer, Session | None]:
-        """The answer to `initialize`, and the session it opened (None when refused)."""
+    def initialize(self, req: LegacyRequest, principal: Principal,
+                   versions: tuple[str, ...] | None = None) -> tuple[LegacyAnswer, Session | None]:
+        """The answer to `initialize`, and the session it opened (None when refused). `versions`: what
+        this transport may negotiate (default: the server's)."""
         params = req.params
         requested = params.get("protocolVersion")
         caps = params.get("capabilities", {})
@@ -180,7 +211,7 @@ class LegacyServer:
             return _error(req, errors.invalid_params("params.capabilities must be an object")), None
         if info is not None and not isinstance(info, dict):
             return _error(req, errors.invalid_params("params.clientInfo must be an object")), None
-        version = negotiate(requested, self.versions)
+        version = negotiate(requested, self.versions if versions is None else versions)
         sid, session = self.sessions.issue(principal.id, version, caps, info)
         if len(sid) > MAX_SESSION_ID:  # the id travels on every request: keep headers within proxies' limits
             why = f"the declared capabilities are too large for a session id ({len(sid)} > {MAX_SESSION_ID})"
@@ -229,23 +260,32 @@ class LegacyServer:
             def start(outbox: _StreamOutbox) -> Awaitable[dict[str, Any]]:
                 return bridge.run(self.app, peer, session, state, req, principal, outbox, headers)
 
-            return LegacyAnswer(200, stream=await self._call_stream(start, session, req.id))
+            return await self._call(start, session, req.id)
         message = await bridge.run(self.app, peer, session, state, req, principal, outbox, headers)
         return LegacyAnswer(200, message)
 
-    async def _call_stream(self, start: Callable[[_StreamOutbox], Awaitable[dict[str, Any]]],
-                           session: Session, request_id: Any) -> AsyncGenerator[LegacyItem, None]:
-        streams = self.streams
-        stream = await streams.open(session)
+    async def _call(self, start: Callable[[_StreamOutbox], Awaitable[dict[str, Any]]],
+                    session: Session, request_id: Any) -> LegacyAnswer:
+        """Run a call that may notify or ask its client. One that finishes within `json_within_s` without
+        sending anything is answered as plain JSON (nothing logged: most calls cost no store write); any
+        other answers on a resumable SSE stream, logged from its first message on."""
         outbox = _StreamOutbox()
         await self._watch_cancellations()
-        producer = asyncio.ensure_future(_produce(start, outbox, streams, stream))
+        task = asyncio.ensure_future(start(outbox))
+        task.add_done_callback(lambda _t: outbox.wake())
+        key = (session.key, request_id)
+        self._calls[key] = task  # cancelling the handler ends the stream without a response
+        task.add_done_callback(lambda t: self._calls.pop(key, None) if self._calls.get(key) is t else None)
+        if not outbox.busy() and not task.done():
+            await outbox.wait(self.json_within_s)
+        if task.done() and not task.cancelled() and not outbox.busy():
+            return LegacyAnswer(200, task.result())
+        streams = self.streams
+        stream = await streams.open(session, request_id)
+        producer = asyncio.ensure_future(_produce(task, outbox, streams, stream))
         self._running.add(producer)  # keep a reference until it is done
         producer.add_done_callback(self._running.discard)
-        key = (session.key, request_id)
-        self._calls[key] = producer
-        producer.add_done_callback(lambda t: self._calls.pop(key, None) if self._calls.get(key) is t else None)
-        return self._live(streams, stream, outbox.closed)
+        return LegacyAnswer(200, stream=self._live(streams, stream, outbox.closed))
 
     # ------------------------------------------------------------------ cancellation, on any instance
     async def _cancel(self, session: Session, request_id: Any) -> None:
@@ -308,43 +348,84 @@ class LegacyServer:
     async def _resume(self, session: Session, last_event_id: str) -> LegacyAnswer:
         """A GET with `Last-Event-ID`: the rest of that stream, on whichever instance."""
         parsed = parse_event_id(last_event_id)
+        if parsed is not None and parsed[0] == GET_STREAM:
+            return LegacyAnswer(200, stream=self.events(session, after=parsed[1]))
         streams = self.streams
-        if parsed is None or await streams.owner(parsed[0]) != session.key.encode():
+        owner = None if parsed is None else await streams.owner(parsed[0])
+        if parsed is None or owner is None or owner.get("s") != session.key:
             return _rejected(Rejection(400, None, McpError(
                 errors.INVALID_REQUEST, "Last-Event-ID names no stream of this session (it may have expired)")))
         return LegacyAnswer(200, stream=streams.replay(*parsed))
 
     # ------------------------------------------------------------------ the GET stream
-    async def events(self, session: Session) -> AsyncGenerator[LegacyItem, None]:
-        sub = self.app.events.subscribe()
+    async def events(self, session: Session, after: int | None = None) -> AsyncGenerator[LegacyItem, None]:
+        """The standalone GET stream: list changes and the session's resource updates, read from the shared
+        change log (ids ``get:<n>``) from `after` on, or from now on when None."""
+        sub = self.app.events.subscribe()  # its wake-ups come after the log entry was written
         keepalive = self.keepalive_s if self.keepalive_s is not None else self.app.listen_keepalive_s
+        log = self.change_log
         try:
             await sub.ready()
-            yield KEEPALIVE  # subscribed: the transport sends the headers only now
+            head = await log.head()
+            position = head if after is None else min(after, head)  # an id beyond the head: the log was reset
+            # priming: a client that sees no event before it reconnects still resumes from here
+            yield SseEvent(None, id=f"{GET_STREAM}:{position}", retry=RETRY_MS)
             while True:
-                event = await sub.get(keepalive)
-                if event is None:
-                    yield KEEPALIVE
-                    continue
-                if event.kind == "end":
-                    return
-                notify = _LIST_CHANGED.get(event.kind)
-                if notify is not None:
-                    yield SseEvent({"jsonrpc": "2.0", "method": notify})
-                elif event.kind == "resource_updated" and event.uri is not None:
-                    state = await self.sessions.state(session)
-                    if state.deleted:
+                while (entry := await log.next_after(position)) is not None:
+                    position, change = entry
+                    try:
+                        message = await self._notification(session, change)
+                    except _SessionEnded:
                         return
-                    if event.uri in state.subscriptions:
-                        yield SseEvent({"jsonrpc": "2.0", "method": "notifications/resources/updated",
-                                        "params": {"uri": event.uri}})
+                    if message is not None:
+                        yield SseEvent(message, id=f"{GET_STREAM}:{position}")
+                woke = await sub.get(keepalive)
+                if woke is None:
+                    yield KEEPALIVE
+                elif woke.kind == "end":
+                    return
         finally:
             sub.close()
+
+    async def _notification(self, session: Session, event: ChangeEvent) -> dict[str, Any] | None:
+        """What `event` means to this session: a notification, or None (not its concern); raises
+        `_SessionEnded` when the session was terminated meanwhile."""
+        notify = _LIST_CHANGED.get(event.kind)
+        if notify is not None:
+            return {"jsonrpc": "2.0", "method": notify}
+        if event.kind == "resource_updated" and event.uri is not None:
+            state = await self.sessions.state(session)
+            if state.deleted:
+                raise _SessionEnded
+            if event.uri in state.subscriptions:
+                return {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": event.uri}}
+        return None
+
+    # ------------------------------------------------------------------ the 2024-11-05 HTTP+SSE transport
+    async def sse_open(self, principal: Principal) -> tuple[str, AsyncGenerator[LegacyItem, None]]:
+        opened = await SseChannels(self).open(principal)
+        self.counters[("sse", 200)] += 1
+        return opened
+
+    async def sse_post(self, channel: str, message: Any, headers: Mapping[str, str],
+                       principal: Principal) -> LegacyAnswer:
+        try:
+            return await SseChannels(self).post(channel, message, headers, principal)
+        except McpError as e:  # e.g. the state store is unreachable
+            return LegacyAnswer(500 if e.code == errors.INTERNAL_ERROR else 400, error_response(None, e))
+
+    def counter_snapshot(self) -> LegacyCounters:
+        """This era's exchanges so far, by kind and HTTP status (a copy: the caller may keep it)."""
+        return LegacyCounters(tuple(sorted((kind, status, n) for (kind, status), n in self.counters.items())))
 
     def stdio_session(self, principal: Principal, write: Callable[[dict[str, Any]], None]) -> StdioSession:
         from .stdio import LegacyStdioSession
 
         return LegacyStdioSession(self, principal, write)
+
+
+class _SessionEnded(Exception):
+    pass
 
 
 def close_stream(ctx: Context) -> bool:
@@ -363,44 +444,31 @@ def legacy_capabilities(modern: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in modern.items() if k != "extensions"}
 
 
-class _StreamOutbox:
+class _StreamOutbox(PendingMessages):
     """A call's messages for its SSE stream: bounded, never blocks the handler."""
 
-    __slots__ = ("_wake", "closed", "pending")
+    __slots__ = ("closed",)
 
     def __init__(self) -> None:
-        self.pending: collections.deque[dict[str, Any]] = collections.deque(maxlen=_STREAM_BACKLOG)
-        self._wake: asyncio.Future[None] | None = None
+        super().__init__()
         self.closed = asyncio.Event()
 
     def close_stream(self) -> None:
         """End the client's connection now (SEP-1699 polling); the call goes on, and the client resumes
         with `Last-Event-ID`."""
         self.closed.set()
-
-    def emit(self, message: dict[str, Any]) -> None:
-        self.pending.append(message)
         self.wake()
 
-    def wake(self) -> None:
-        w = self._wake
-        if w is not None and not w.done():
-            w.set_result(None)
-
-    async def wait(self) -> None:
-        self._wake = asyncio.get_running_loop().create_future()
-        try:
-            await self._wake
-        finally:
-            self._wake = None
+    def busy(self) -> bool:
+        """Whether the call has said anything yet (a message, or closing its stream)."""
+        return bool(self.pending) or self.closed.is_set()
 
 
-async def _produce(start: Callable[[_StreamOutbox], Awaitable[dict[str, Any]]], outbox: _StreamOutbox,
-                   log: StreamLog, stream: str) -> None:
-    """Run one call, appending each message it sends and then its response to the stream's log. Runs
-    as a task of its own, so a dropped connection neither loses its messages nor cancels it."""
-    task = asyncio.ensure_future(start(outbox))
-    task.add_done_callback(lambda _t: outbox.wake())
+async def _produce(task: asyncio.Future[dict[str, Any]], outbox: _StreamOutbox, log: StreamLog,
+                   stream: str) -> None:
+    """Append each message the running call `task` sends, and then its response, to the stream's log.
+    Runs as a task of its own, so a dropped connection neither loses its messages nor cancels the call."""
+    heart = asyncio.ensure_future(_heartbeat(log, stream))
     seq = 0
     try:
         while True:
@@ -420,8 +488,19 @@ async def _produce(start: Callable[[_StreamOutbox], Awaitable[dict[str, Any]]], 
     except Exception:
         log_.exception("a legacy call's stream failed")
     finally:
+        heart.cancel()
         if not task.done():
             task.cancel()
+
+
+async def _heartbeat(log: StreamLog, stream: str) -> None:
+    """Renew the call's heartbeat while it runs (the first after one interval: a quick call writes none)."""
+    while True:
+        await asyncio.sleep(log.heartbeat_s)
+        try:
+            await log.beat(stream)
+        except McpError as e:  # the store is briefly unreachable: the next beat tries again
+            log_.warning("a legacy call's heartbeat failed: %s", e.message, extra={"era": "legacy"})
 
 
 def _terminate(state: SessionState) -> None:
