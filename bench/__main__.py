@@ -5,6 +5,7 @@ Sections (all by default):
   check    our load generator against wrk on the bare baseline (is the load generator the bottleneck?)
   http     tools/call echo, JSON response: bare / ours / mcp / fastmcp, under h11+asyncio and httptools+uvloop
   sse      tools/call with one progress notification (SSE response): ours / mcp / fastmcp
+  auth     the same echo server of ours anonymous vs checking a JWT access token on every request
   stdio    16 in flight over stdio: ours / mcp / fastmcp
   memory   idle RSS, and RSS after 100,000 calls from 10,000 distinct client infos and principals
   listen   10,000 idle listen streams on one instance of ours: RSS, CPU, fan-out time of one change event
@@ -261,6 +262,11 @@ def section_http(cfg: argparse.Namespace, results: dict[str, Any], *, sse: bool)
             if "rps" in res:
                 log(f"{key} {t}/{s} round {r + 1}: {res['rps']:,.0f}/s, {res['cpu_us_per_call']:.0f} µs CPU/call, "
                     f"p50 {res['p50_ms']:.2f} ms, p99 {res['p99_ms']:.2f} ms")
+    results[key] = summarize(runs)
+
+
+def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Medians over the rounds of each target/stack."""
     summary = {}
     for name, rs in runs.items():
         ok = [x for x in rs if "rps" in x]
@@ -273,7 +279,70 @@ def section_http(cfg: argparse.Namespace, results: dict[str, Any], *, sse: bool)
             "p99_ms": median([x["p99_ms"] for x in ok]),
             "errors": sum(x.get("errors", 0) for x in ok),
         }
-    results[key] = summary
+    return summary
+
+
+AUTH_LOADS = ("anonymous", "anonymous_header", "jwt")
+AUTH_LABEL = {"anonymous": "anonymous", "anonymous_header": "anonymous, same Authorization header (ignored)",
+              "jwt": "JWT bearer checked"}
+AUTH_RESOURCE = "https://mcp.bench.example/mcp"  # the audience tokens are minted for (nothing listens there)
+
+
+def section_auth(cfg: argparse.Namespace, results: dict[str, Any]) -> None:
+    """The same echo server anonymous and as an OAuth resource server (RS256 JWT access token on every
+    request, keys cached after the first fetch); and the anonymous one sent the same Authorization header,
+    which it ignores, to tell what carrying a token costs the HTTP stack from what checking it costs us.
+    Both servers run side by side on the server core and the load goes to one at a time, in an order
+    rotated per round, so the windows of one round see the same machine; each cost is the median over
+    rounds of that round's ratio to the anonymous window."""
+    from issuer import Issuer
+
+    issuer = Issuer()
+    token = issuer.token(AUTH_RESOURCE)
+    env = {"BENCH_AUTH_ISSUER": issuer.url, "BENCH_AUTH_RESOURCE": AUTH_RESOURCE}
+    out: dict[str, Any] = {}
+    try:
+        for stack in [s for s in STACKS if s in cfg.stacks]:
+            runs: dict[str, list[dict[str, Any]]] = {load: [] for load in AUTH_LOADS}
+            ratios: dict[str, dict[str, list[float]]] = {load: {"rps": [], "cpu": []} for load in AUTH_LOADS[1:]}
+            try:
+                with (Server("ours_anon", stack, extra_env=env) as anon,
+                      Server("ours_jwt", stack, extra_env=env) as jwt):
+                    bearer = f"Bearer {token}"
+                    loads = {"anonymous": (anon, wire.echo_requests(anon.port)),
+                             "anonymous_header": (anon, wire.echo_requests(anon.port, authorization=bearer)),
+                             "jwt": (jwt, wire.echo_requests(jwt.port, authorization=bearer))}
+                    for load, (srv, reqs) in loads.items():
+                        resp = call_once(srv.port, reqs[0])
+                        if not resp.startswith(b"HTTP/1.1 200") or b'"hi"' not in resp:
+                            raise RuntimeError(f"{load}: bad answer: {resp[:500]!r}")
+                    bare = call_once(jwt.port, wire.echo_requests(jwt.port)[0])
+                    if not bare.startswith(b"HTTP/1.1 401"):  # authentication is really on
+                        raise RuntimeError(f"no 401 without a token: {bare[:300]!r}")
+                    for r in range(cfg.rounds):
+                        k = r % len(AUTH_LOADS)
+                        got = {}
+                        for load in AUTH_LOADS[k:] + AUTH_LOADS[:k]:
+                            srv, reqs = loads[load]
+                            res = run_loadgen(srv.port, reqs, pid=srv.pid, duration=cfg.duration, warmup=cfg.warmup)
+                            runs[load].append(res)
+                            got[load] = res
+                            log(f"auth {load}/{stack} round {r + 1}: {res['rps']:,.0f}/s, "
+                                f"{res['cpu_us_per_call']:.0f} µs CPU/call")
+                        base = got["anonymous"]
+                        for load in AUTH_LOADS[1:]:
+                            ratios[load]["rps"].append(got[load]["rps"] / base["rps"])
+                            ratios[load]["cpu"].append(got[load]["cpu_us_per_call"] / base["cpu_us_per_call"])
+            except Exception as e:
+                log(f"auth {stack}: FAILED {e}")
+                out[stack] = {"error": str(e)[:300]}
+                continue
+            out[stack] = {"loads": summarize(runs), "ratios": {
+                load: {"rps": median(r["rps"]), "cpu": median(r["cpu"]), "rps_all": [round(x, 3) for x in r["rps"]]}
+                for load, r in ratios.items()}}
+    finally:
+        issuer.stop()
+    results["auth"] = out
 
 
 def section_stdio(cfg: argparse.Namespace, results: dict[str, Any]) -> None:
@@ -516,6 +585,26 @@ def report(results: dict[str, Any]) -> str:
                     f"{fmt(ratio(d['cpu_us_per_call'], bare['cpu_us_per_call']) if bare else None, 2)} | "
                     f"{d['errors']} |")
         add("")
+    if "auth" in results:
+        add(f"## Authentication cost: tools/call echo, 16 in flight, {results['rounds']} rounds of interleaved "
+            "windows (costs: median over rounds of the ratio to that round's anonymous window)")
+        add("")
+        add("| stack | load | calls/s | server CPU µs/call | throughput cost | CPU cost | ratio per round | errors |")
+        add("|---|---|---:|---:|---:|---:|---|---:|")
+        for stack in STACKS:
+            d = results["auth"].get(stack)
+            if d is None:
+                continue
+            if "error" in d:
+                add(f"| {STACK_LABEL[stack]} | failed: {d['error'][:80]} | | | | | | |")
+                continue
+            for load in AUTH_LOADS:
+                m, r = d["loads"][load], d["ratios"].get(load)
+                cost = f"{fmt((1 - r['rps']) * 100, 1)}% | {fmt((r['cpu'] - 1) * 100, 1)}% | {r['rps_all']}" \
+                    if r else "– | – | –"
+                add(f"| {STACK_LABEL[stack]} | {AUTH_LABEL[load]} | {fmt(m['rps'])} | {fmt(m['cpu_us_per_call'])} | "
+                    f"{cost} | {m['errors']} |")
+        add("")
     if "stdio" in results:
         add("## stdio, 16 in flight")
         add("")
@@ -633,6 +722,10 @@ def targets_met(results: dict[str, Any]) -> Iterator[tuple[str, bool | None, str
             cpu = ratio(get(f"{target}/{stack}", "cpu_us_per_call"), get(f"ours/{stack}", "cpu_us_per_call"))
             yield (f"{STACK_LABEL[stack]}: {what}", (r >= bar) if r else None,
                    f"calls/s {fmt(r, 3)}x (median of per-round ratios), CPU/call {fmt(cpu, 3)}x")
+    for stack in STACKS:
+        r = results.get("auth", {}).get(stack, {}).get("ratios", {}).get("jwt", {}).get("rps")
+        yield (f"{STACK_LABEL[stack]}: JWT-authenticated calls cost <= 15% throughput",
+               (r >= 0.85) if r else None, f"{fmt((1 - r) * 100, 1)}%" if r else "not measured")
     st = results.get("stdio", {})
     r = ratio(st.get("ours", {}).get("rps"), st.get("mcp", {}).get("rps"))
     yield "stdio calls/s >= 2x mcp", (r >= 2) if r else None, f"{fmt(r, 2)}x"
@@ -664,7 +757,7 @@ def targets_met(results: dict[str, Any]) -> Iterator[tuple[str, bool | None, str
         yield "10k listen streams", None, "not measured"
 
 
-SECTIONS = ("check", "http", "sse", "stdio", "memory", "listen", "client", "cluster", "legacy")
+SECTIONS = ("check", "http", "sse", "auth", "stdio", "memory", "listen", "client", "cluster", "legacy")
 
 
 def main() -> None:
@@ -716,8 +809,8 @@ def main() -> None:
     for s in sections:
         log(f"== {s}")
         try:
-            {"check": section_check, "stdio": section_stdio, "memory": section_memory, "listen": section_listen,
-             "client": section_client, "cluster": section_cluster, "legacy": section_legacy,
+            {"check": section_check, "auth": section_auth, "stdio": section_stdio, "memory": section_memory,
+             "listen": section_listen, "client": section_client, "cluster": section_cluster, "legacy": section_legacy,
              "http": lambda c, r: section_http(c, r, sse=False),
              "sse": lambda c, r: section_http(c, r, sse=True)}[s](cfg, results)
         except Exception as e:

@@ -10,14 +10,17 @@ Every target serves POST /mcp with:
 Ours additionally has `touch()` (publishes a tools/list_changed event, for the listen fan-out test) and
 takes the principal from the Authorization header (for the memory-flatness test). `ours_metrics` and
 `ours_otel` are ours with the observability middleware (`serve --metrics`; opentelemetry-api installed,
-no exporter).
+no exporter). `ours_anon` / `ours_jwt` are the pair of the authentication section: the same echo server
+with no authentication at all, and as an OAuth resource server checking a JWT access token on every
+request (`BENCH_AUTH_ISSUER` / `BENCH_AUTH_RESOURCE` name the issuer and this server's resource URI).
 """
 
 
 
 from typing import Any
 
-TARGETS = ("bare", "ours", "ours_sync", "ours_metrics", "ours_otel", "mcp", "fastmcp", "ours_legacy", "mcp_legacy")
+TARGETS = ("bare", "ours", "ours_sync", "ours_metrics", "ours_otel", "ours_anon", "ours_jwt", "mcp", "fastmcp",
+           "ours_legacy", "mcp_legacy")
 PEERS = ("mcp", "fastmcp", "mcp_legacy")  # run from the peers' venv
 
 
@@ -106,6 +109,30 @@ def build_ours_otel() -> Any:
 
 def build_ours_stdio() -> Any:
     return build_ours()[1]
+
+
+def build_ours_auth(authenticated: bool) -> Any:
+    """The echo server anonymous, or behind a `BearerAuthenticator` (RS256 JWT, keys cached after the
+    first fetch) requiring one scope, as a deployment would."""
+    import os
+
+    from mcp_stateless import App
+    from mcp_stateless.transports.http import HttpTransport
+
+    if authenticated:
+        from mcp_stateless.auth import BearerAuthenticator
+
+        app = App("bench", "1.0.0", authenticator=BearerAuthenticator(
+            os.environ["BENCH_AUTH_RESOURCE"], [os.environ["BENCH_AUTH_ISSUER"]], required_scopes=["tools:read"]))
+    else:
+        app = App("bench", "1.0.0")
+
+    @app.tool()
+    async def echo(text: str) -> str:
+        """Return the text unchanged."""
+        return text
+
+    return HttpTransport(app)
 
 
 def build_mcp() -> Any:
@@ -214,6 +241,8 @@ def asgi_app(target: str, json_response: bool = True) -> Any:
         return build_ours_metrics()
     if target == "ours_otel":
         return build_ours_otel()
+    if target in ("ours_anon", "ours_jwt"):
+        return build_ours_auth(target == "ours_jwt")
     if target == "mcp":
         return build_mcp_http(json_response)
     if target == "fastmcp":

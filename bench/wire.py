@@ -44,13 +44,15 @@ def http_request(port: int, payload: bytes, *, method: str = "tools/call", name:
     return ("\r\n".join(lines) + "\r\n\r\n").encode() + payload
 
 
-def echo_requests(port: int, *, distinct: int = 1, progress: bool = False) -> list[bytes]:
-    """`distinct` > 1: every request a different client info and principal (Authorization)."""
+def echo_requests(port: int, *, distinct: int = 1, progress: bool = False,
+                  authorization: str | None = None) -> list[bytes]:
+    """`distinct` > 1: every request a different client info and principal (Authorization); else
+    every request carries `authorization` (if given)."""
     tool = "progress_echo" if progress else "echo"
     out = []
     for i in range(distinct):
         client = "bench" if distinct == 1 else f"bench-client-{i}"
-        auth = None if distinct == 1 else f"Bearer principal-{i}"
+        auth = authorization if distinct == 1 else f"Bearer principal-{i}"
         b = body(tool, {"text": "hi"}, rid=i + 1, client=client, progress_token=f"p{i}" if progress else None)
         out.append(http_request(port, b, name=tool, authorization=auth))
     return out

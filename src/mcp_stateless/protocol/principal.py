@@ -20,14 +20,19 @@ _NO_CLAIMS: Mapping[str, Any] = MappingProxyType({})
 
 @dataclass(frozen=True, slots=True)
 class Principal:
-    """An authenticated caller. `id` is stable across requests (e.g. issuer + subject)."""
+    """An authenticated caller. `id` is stable across requests (e.g. issuer + subject).
+
+    `expires_at` (seconds since the epoch, None: never) is when the credentials it was found from stop
+    being accepted; a transport ends a long-lived stream (a listen stream, a legacy GET stream) then, so
+    an open connection never outlives the token that opened it."""
 
     id: str
     scopes: frozenset[str] = frozenset()
     claims: Mapping[str, Any] = field(default_factory=lambda: _NO_CLAIMS)
+    expires_at: float | None = None
 
     def has_scopes(self, needed: frozenset[str] | set[str] | tuple[str, ...]) -> bool:
-        return all(s in self.scopes for s in needed)
+        return self.scopes.issuperset(needed)  # perf: one C call, it runs on every authenticated request
 
 
 ANONYMOUS = Principal("anonymous")

@@ -464,11 +464,16 @@ class App:
             await self.tasks.aclose()
 
     async def aclose(self) -> None:
-        """Close what `startup()` opened: once the last user closes, drain and exit the lifespan."""
+        """Close what `startup()` opened: once the last user closes, drain, exit the lifespan and release
+        what the app's authenticator holds (an OAuth authenticator's connections to its issuers)."""
         if not self.lifespan.release():
             return
         await self.drain()
         await self.lifespan.exit()
+        # Optional: the Authenticator protocol is one method; only some hold connections.
+        release = getattr(self.authenticator, "aclose", None)
+        if release is not None:
+            await release()
 
     async def handle(self, req: Request, call: Call = _NO_CALL) -> Reply:
         """Answer one validated request with its complete JSON-RPC response."""

@@ -480,7 +480,9 @@ class HttpTransport:
         if await self._retired(message, headers, send):
             return
         answer = await self.legacy.exchange(method, message, headers, who, can_sse)
-        await legacy_http.write(self._deprecated(answer), receive, send)
+        # The GET stream is the session's long-lived one: it ends when the token that opened it expires.
+        expires_at = who.expires_at if method == "GET" else None
+        await legacy_http.write(self._deprecated(answer), receive, send, expires_at)
 
     async def _retired(self, message: Any, headers: Mapping[str, str], send: Send) -> bool:
         """After the legacy retirement date: refuse (410), and True."""
@@ -517,7 +519,7 @@ class HttpTransport:
         base = scope.get("root_path", "") + (self.path if self.path is not None else scope.get("path", "/"))
         url = f"{urllib.parse.quote(base)}?{CHANNEL_PARAM}={urllib.parse.quote(token, safe='')}"
         extra = self.legacy_until.headers() if self.legacy_until is not None else ()
-        await legacy_http.write_channel(url, extra, stream, receive, send)
+        await legacy_http.write_channel(url, extra, stream, receive, send, who.expires_at)
 
     async def _legacy_sse_post(self, channel: str, message: Any, headers: dict[str, str], who: Principal,
                                receive: Receive, send: Send) -> None:
@@ -662,18 +664,37 @@ class HttpTransport:
         # instead of a task and an asyncio.wait() per message: an event reaches 10k idle streams sooner.
         pump = loop.create_task(_pump(stream, send))
         watch = _DisconnectWatch(loop, pump, receive, pump.cancel)
+        expiry = _expiry(loop, call.principal.expires_at, pump)
         try:
             await asyncio.wait((pump,))
         finally:
             watch.close()
+            if expiry is not None:
+                expiry.cancel()
             if not pump.done():
                 pump.cancel()
                 await asyncio.wait((pump,))  # let it unwind before aclose() below
             await stream.aclose()
+        if pump.cancelled() and not watch.disconnected:
+            await _end_expired(send)  # the token expired: end the response; the client reconnects with a new one
+            return
         if not pump.cancelled():
             failure = pump.exception()
             if failure is not None:
                 raise failure
+
+
+def _expiry(loop: asyncio.AbstractEventLoop, expires_at: float | None,
+            task: asyncio.Task[None]) -> asyncio.TimerHandle | None:
+    """Cancel `task` (a stream's pump) when the principal's credentials expire."""
+    if expires_at is None:
+        return None
+    return loop.call_later(max(0.0, expires_at - time.time()), task.cancel)
+
+
+async def _end_expired(send: Send) -> None:
+    with contextlib.suppress(OSError):
+        await send({"type": "http.response.body", "body": b""})
 
 
 def _frame(item: ListenItem) -> bytes:

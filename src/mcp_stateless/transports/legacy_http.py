@@ -7,6 +7,8 @@ for exchanges `protocol.legacy.era_of` calls legacy.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -36,7 +38,8 @@ def _extra(answer: LegacyAnswer) -> list[tuple[bytes, bytes]]:
     return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in answer.headers]
 
 
-async def write(answer: LegacyAnswer, receive: Receive, send: Send) -> None:
+async def write(answer: LegacyAnswer, receive: Receive, send: Send, expires_at: float | None = None) -> None:
+    """Write `answer`; a stream is ended (its response completed) at `expires_at` (epoch seconds)."""
     stream = answer.stream
     if stream is None:
         if answer.body is None:
@@ -48,11 +51,11 @@ async def write(answer: LegacyAnswer, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": answer.status, "headers": headers})
         await send({"type": "http.response.body", "body": data})
         return
-    await _stream(answer, stream, receive, send)
+    await _stream(answer, stream, receive, send, expires_at)
 
 
 async def _stream(answer: LegacyAnswer, stream: AsyncGenerator[LegacyItem, None], receive: Receive,
-                  send: Send) -> None:
+                  send: Send, expires_at: float | None) -> None:
     # The stream's first item comes before the headers: a GET stream is subscribed by then, so nothing
     # published after the client sees 200 is missed.
     try:
@@ -64,13 +67,14 @@ async def _stream(answer: LegacyAnswer, stream: AsyncGenerator[LegacyItem, None]
         await send({"type": "http.response.body", "body": b""})
         return
     await send({"type": "http.response.body", "body": _frame(first), "more_body": True})
-    await _follow(stream, receive, send)
+    await _follow(stream, receive, send, expires_at)
 
 
 async def write_channel(endpoint_url: str, headers: tuple[tuple[str, str], ...],
-                        stream: AsyncGenerator[LegacyItem, None], receive: Receive, send: Send) -> None:
+                        stream: AsyncGenerator[LegacyItem, None], receive: Receive, send: Send,
+                        expires_at: float | None = None) -> None:
     """A 2024-11-05 HTTP+SSE stream: the `endpoint` event naming where to POST, then the channel's
-    messages until the client goes away."""
+    messages until the client goes away (or `expires_at`, when the token that opened it expires)."""
     extra = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
     await send({"type": "http.response.start", "status": 200, "headers": [*sse.HEADERS, *extra]})
     frame = b"event: endpoint\ndata: " + endpoint_url.encode("ascii") + b"\n\n"
@@ -79,22 +83,32 @@ async def write_channel(endpoint_url: str, headers: tuple[tuple[str, str], ...],
     except OSError:
         await stream.aclose()
         return
-    await _follow(stream, receive, send)
+    await _follow(stream, receive, send, expires_at)
 
 
-async def _follow(stream: AsyncGenerator[LegacyItem, None], receive: Receive, send: Send) -> None:
-    """Write the rest of `stream` until it ends or the client disconnects; close it either way."""
+async def _follow(stream: AsyncGenerator[LegacyItem, None], receive: Receive, send: Send,
+                  expires_at: float | None) -> None:
+    """Write the rest of `stream` until it ends, the client disconnects or `expires_at` (epoch seconds)
+    passes; close it in every case."""
     loop = asyncio.get_running_loop()
     pump = loop.create_task(_pump(stream, send))
     gone = loop.create_task(_wait_disconnect(receive))
+    expiry = None if expires_at is None else loop.call_later(max(0.0, expires_at - time.time()), pump.cancel)
     try:
         await asyncio.wait((pump, gone), return_when=asyncio.FIRST_COMPLETED)
     finally:
+        if expiry is not None:
+            expiry.cancel()
+        client_left = gone.done() and not gone.cancelled()
         for t in (pump, gone):
             if not t.done():
                 t.cancel()
         await asyncio.wait((pump, gone))
         await stream.aclose()
+    if pump.cancelled() and not client_left:  # the token expired: end the response (the client reconnects)
+        with contextlib.suppress(OSError):
+            await send({"type": "http.response.body", "body": b""})
+        return
     if not pump.cancelled() and pump.exception() is not None:
         raise pump.exception()  # type: ignore[misc]
 

@@ -1,0 +1,88 @@
+"""The official TypeScript client 2.x (tools/node) runs the whole authorization flow against a protected
+`mcp-stateless serve` app and a real authorization server: discovery from our 401, authorization code with
+PKCE and a resource indicator, calls with the token, a step-up on our 403 insufficient_scope, and a
+refresh after our 401 for an access token we refuse.
+The client side is tests/auth/js/ts_oauth_client.mjs; every value it reports is checked here."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from as_harness import NODE, ROOT, AuthServer
+from test_resource_server import protected
+
+from services import need
+
+CLIENT = Path(__file__).resolve().parent / "js" / "ts_oauth_client.mjs"
+SDK = ROOT / "tools" / "node" / "node_modules" / "@modelcontextprotocol" / "client" / "package.json"
+
+
+@pytest.fixture(scope="module")
+def server(auth_server: AuthServer) -> Iterator[str]:
+    with protected([auth_server.issuer], "--auth-required-scopes", "tools:read") as url:
+        yield url
+
+
+def run_client(url: str, mode: str, issuer: str) -> dict[str, Any]:
+    need(NODE, "Node 22 (tools/node)")
+    need(SDK, "@modelcontextprotocol/client (tools/node)")
+    r = subprocess.run([str(NODE), str(CLIENT), url, mode, issuer], capture_output=True, text=True, timeout=90)
+    assert r.returncode == 0, r.stderr
+    assert "[mcp-sdk]" not in r.stderr, r.stderr  # no SDK warning about how the provider is written
+    got: dict[str, Any] = json.loads(r.stdout)
+    return got
+
+
+def login(issuer: str, client_id: str, scope: str, resource: str) -> dict[str, Any]:
+    return {"authorize": f"{issuer}/auth", "clientId": client_id, "scope": scope, "resource": resource,
+            "codeChallengeMethod": "S256", "stateEchoed": True, "iss": issuer}
+
+
+def test_pre_registered_client_logs_in_calls_steps_up_and_refreshes(server: str, auth_server: AuthServer) -> None:
+    out = run_client(server, "pre-registered", auth_server.issuer)
+    iss = auth_server.issuer
+    # first login: the scope our 401 advertised; second: the union our 403 asked for
+    assert out["logins"] == [login(iss, "public-app", "tools:read", server),
+                             login(iss, "public-app", "tools:read tools:admin", server)]
+    assert "connectedWithoutLogin" not in out and out["version"] == "2026-07-28"
+    assert out["tools"] == ["whoami", "new_cart", "peek_cart"]  # filtered: no tools:admin yet
+    assert out["whoami"] == {"id": f"{iss}#alice", "scopes": ["tools:read"], "client_id": "public-app"}
+    assert out["stepUp"] is True and "stepUpRefused" not in out
+    assert out["reset"] == "reset"
+    assert out["whoamiAfter"] == {"id": f"{iss}#alice", "scopes": ["tools:admin", "tools:read"],
+                                  "client_id": "public-app"}
+    assert out["toolsAfter"] == ["whoami", "reset", "new_cart", "peek_cart"]
+    # the client's private cache is per principal, and the principal did not change with the wider token
+    assert out["toolsCachedAfter"] == ["whoami", "new_cart", "peek_cart"]
+    # our 401 for a spoiled access token: the client refreshes (no new login) and the retried call works
+    assert out["hadRefreshToken"] is True and out["refreshed"] is True
+    assert out["whoamiRefreshed"] == out["whoamiAfter"]
+    assert out["registered"] == []
+    assert out["savedScopes"] == ["tools:read", "tools:read tools:admin", "tools:read tools:admin"]
+    assert out["tokenType"] == "Bearer"
+
+
+def test_dynamically_registered_client_logs_in_calls_and_refreshes(server: str, auth_server: AuthServer) -> None:
+    """DCR (RFC 7591) then the same flow. The client registers for the scope of the first challenge only,
+    so the authorization server (which enforces the registered scope, as RFC 7591 allows) refuses the
+    step-up: our server's part (the 403 naming the union) is what the client asked for."""
+    out = run_client(server, "dcr", auth_server.issuer)
+    iss = auth_server.issuer
+    [client_id] = out["registered"]
+    assert client_id != "public-app"
+    assert out["logins"] == [login(iss, client_id, "tools:read", server),
+                             login(iss, client_id, "tools:read tools:admin", server)]
+    assert out["whoami"] == {"id": f"{iss}#alice", "scopes": ["tools:read"], "client_id": client_id}
+    assert out["stepUp"] is True
+    assert out["stepUpRefused"] == {"code": "invalid_scope", "message": "requested scope is not allowed"}
+    assert out["reset"] is None
+    # the refused step-up left the client working with the token it had
+    assert out["whoamiAfter"] == out["whoami"] and out["toolsAfter"] == ["whoami", "new_cart", "peek_cart"]
+    assert out["hadRefreshToken"] is True and out["refreshed"] is True
+    assert out["whoamiRefreshed"] == out["whoami"]
+    assert out["savedScopes"] == ["tools:read", "tools:read"]
