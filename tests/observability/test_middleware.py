@@ -128,5 +128,5 @@ def test_without_opentelemetry_nothing_traces_and_clients_still_work() -> None:
             "async def main():\n"
             "    async with Client(app) as c:\n"
             "        return (await c.call_tool('echo', {'text': 'fine'}))['content'][0]['text']\n"
-            "print(asyncio.run(main()), len(app.middleware))\n")
+            "print(asyncio.run(main()), len(app.request_middleware))\n")
     assert probe(code) == "fine 0"
