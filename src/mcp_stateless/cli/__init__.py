@@ -1,7 +1,7 @@
 """The `mcp-stateless` command line: one module per command group, each registering its subcommands.
 
 `serve` (serve.py) runs an app over stdio or Streamable HTTP; discover, tools, call, read, prompt, listen,
-complete and task (client.py) talk to a server; install (install.py) registers an app with an MCP host.
+complete (client.py) and task (task.py) talk to a server; install (install.py) registers an app with an MCP host.
 Each subcommand carries its `run(args) -> exit status`; `main` only parses and dispatches,
 so adding a group (audit, inventory, bridge) is one module and one line below.
 """
@@ -11,11 +11,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import client, install, serve
+from . import client, install, serve, task
 from .base import CliError, CommandGroup, Parser
 from .config import ServeConfig
 
-GROUPS: tuple[CommandGroup, ...] = (serve, client, install)
+GROUPS: tuple[CommandGroup, ...] = (serve, client, task, install)
 
 
 class _Version(argparse.Action):

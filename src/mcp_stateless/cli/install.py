@@ -12,9 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import sys
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,6 +126,8 @@ def read_config(path: Path) -> dict[str, Any]:
 
 def write_config(path: Path, document: dict[str, Any]) -> None:
     """Replace the file in one rename, so a host reading it never sees half a document."""
+    import tempfile
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -201,6 +201,8 @@ def run(args: argparse.Namespace) -> int:
     host = HOSTS[args.host]
     if args.print_only:
         if args.host == "claude-code":
+            import shlex
+
             print(shlex.join(["claude", "mcp", "add-json", name, json.dumps(entry)]))
         else:
             print(json.dumps({host.key: {name: entry}}, indent=2, ensure_ascii=False))
