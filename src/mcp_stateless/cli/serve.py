@@ -31,6 +31,7 @@ from .config import (
 from .loader import load_app
 
 if TYPE_CHECKING:
+    from ..protocol.retirement import Retirement
     from ..server.app import App
     from ..server.legacy import LegacyServer
     from ..transports.http import HttpTransport
@@ -41,6 +42,7 @@ KEYS_ENV = "MCP_STATELESS_KEYS"
 AUTH_ISSUERS_ENV = "MCP_STATELESS_AUTH_ISSUERS"
 RESOURCE_URL_ENV = "MCP_STATELESS_RESOURCE_URL"
 AUTH_SCOPES_ENV = "MCP_STATELESS_AUTH_SCOPES"
+LEGACY_UNTIL_ENV = "MCP_STATELESS_LEGACY_UNTIL"
 WORKER_FACTORY = f"{__name__}:worker_transport"
 
 
@@ -110,9 +112,7 @@ def register(sub: Any) -> None:
     s.add_argument("--instance-name", metavar="NAME", default=None,
                    help="name this instance in an X-Mcp-Instance response header (off by default; "
                         "also MCP_STATELESS_INSTANCE)")
-    s.add_argument("--legacy", default="serve", choices=LEGACY_MODES,
-                   help="2025-era clients (initialize, sessions): serve them on the same endpoint (default) "
-                        "or reject them (modern 2026-07-28 only)")
+    add_legacy_options(s)
     s.add_argument("--log-level", default="info", choices=LOG_LEVELS,
                    help="server log level (logs go to stderr)")
     auth = s.add_argument_group("authorization (OAuth 2.1 resource server; needs the 'auth' extra)")
@@ -126,6 +126,34 @@ def register(sub: Any) -> None:
                       help="scopes every request needs; also MCP_STATELESS_AUTH_SCOPES (space-separated)")
     auth.add_argument("--auth-jwks-refresh", type=int, default=30, metavar="SECONDS",
                       help="least time between two key fetches of one issuer on an unknown key id (default 30)")
+
+
+def add_legacy_options(s: Any) -> None:
+    """The 2025-era options `serve` and `contract` share (the card describes what `serve` would do)."""
+    s.add_argument("--legacy", default="serve", choices=LEGACY_MODES,
+                   help="2025-era clients (initialize, sessions): serve them on the same endpoint (default) "
+                        "or reject them (modern 2026-07-28 only)")
+    s.add_argument("--legacy-sse", action="store_true",
+                   help="also serve the 2024-11-05 HTTP+SSE transport: a GET on the endpoint (or <endpoint>/sse) "
+                        "opens its stream (off by default)")
+    s.add_argument("--legacy-until", metavar="DATE", default=None,
+                   help="retire the 2025 era on DATE (2027-01-31, or an ISO 8601 date-time; UTC): Deprecation "
+                        "and Sunset headers on legacy responses before, HTTP 410 after; also "
+                        f"{LEGACY_UNTIL_ENV}")
+
+
+def legacy_options(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[str, Any]:
+    from ..protocol import retirement
+
+    until = args.legacy_until or environ.get(LEGACY_UNTIL_ENV) or None
+    if until is not None:
+        try:
+            retirement.parse(until)
+        except ValueError as e:
+            raise CliError(f"--legacy-until: {e}") from None
+    if args.legacy_sse and args.legacy != "serve":
+        raise CliError("--legacy-sse needs --legacy serve")
+    return {"legacy": args.legacy, "legacy_sse": args.legacy_sse, "legacy_until": until}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -171,7 +199,7 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str] = os.e
         "tool_threads": args.tool_threads,
         "max_inflight": args.max_inflight,
         "listen_max_subscriptions": args.listen_max_subscriptions,
-        "legacy": args.legacy,
+        **legacy_options(args, environ),
         **_auth_options(args, environ),
     }
     if args.stdio:
@@ -210,7 +238,7 @@ def serve(config: ServeConfig) -> int:
         out_fd = protect_stdout()  # before the app is imported: its prints must not reach the stream
         app = open_app(config)
         return serve_stdio(app, out_fd, legacy=_legacy(config, app), tool_threads=config.tool_threads,
-                           max_inflight=config.max_inflight)
+                           max_inflight=config.max_inflight, legacy_until=_retirement(config))
     app = open_app(config)  # fail fast on a bad APP, even with several workers
     _check_port_free(config.host, config.port)
     from ..transports import serve_http
@@ -234,7 +262,15 @@ def _transport(config: ServeConfig, app: App) -> HttpTransport:
     from ..transports.serve_http import http_transport
 
     return http_transport(app, path=config.path, origin_policy=config.origin_policy(),
-                          max_body=config.max_body, instance=config.instance_name, legacy=_legacy(config, app))
+                          max_body=config.max_body, instance=config.instance_name, legacy=_legacy(config, app),
+                          legacy_sse=config.legacy_sse, legacy_until=_retirement(config),
+                          public_url=config.resource_url)
+
+
+def _retirement(config: ServeConfig) -> Retirement | None:
+    from ..protocol import retirement
+
+    return None if config.legacy_until is None else retirement.parse(config.legacy_until)
 
 
 def _legacy(config: ServeConfig, app: App) -> LegacyServer | None:

@@ -1,4 +1,6 @@
-"""The MCP client: `Client` (async) and `SyncClient`, over Streamable HTTP, stdio or in memory, modern or legacy era."""
+"""The MCP client: `Client` (async) and `SyncClient`, over Streamable HTTP, stdio or in memory, modern or legacy era.
+
+OAuth for protected servers is `mcp_stateless.client.oauth.OAuth`, passed as `Client(url, auth=...)`."""
 
 from .auth import Auth, BearerToken, HttpRequest
 from .channels import Channel
@@ -10,6 +12,7 @@ from .errors import (
     ClientError,
     HttpStatusError,
     InvalidResult,
+    OAuthError,
     ServerLost,
     StreamBroken,
     TaskCancelled,
@@ -49,6 +52,7 @@ __all__ = [
     "ListenEnded",
     "ListenEvent",
     "MemoryChannel",
+    "OAuthError",
     "OtherNotification",
     "PromptsListChanged",
     "ResourceUpdated",

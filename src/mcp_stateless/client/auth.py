@@ -58,6 +58,9 @@ async def send(pool: Pool, request: HttpRequest, auth: Auth | None, *, timeout: 
                 outgoing = await flow.asend(response)
             except StopAsyncIteration:
                 return response
+            except BaseException:
+                await response.aclose()  # the flow failed (e.g. the authorization was refused): nobody reads it
+                raise
             await response.aclose()  # the flow sends another request instead of this response
     finally:
         await flow.aclose()

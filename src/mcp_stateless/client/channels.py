@@ -21,7 +21,7 @@ import orjson
 
 from ..protocol import jsonrpc
 from ..protocol.meta import META_PROGRESS_TOKEN, META_SUBSCRIPTION_ID
-from ..protocol.sse import decode_messages, iter_messages
+from ..protocol.sse import SSEParser, decode_messages
 from .auth import Auth, HttpRequest, send
 from .errors import AuthenticationError, ChannelError, HttpStatusError, ServerLost, StreamBroken
 from .http11 import ConnectionLost, Endpoint, HttpError, Pool, Response
@@ -89,13 +89,17 @@ class Channel(Protocol):
 
 
 class HttpExchange:
-    __slots__ = ("_resp", "headers", "session_id", "status")
+    """`last_event_id` and `retry_ms` are what an SSE response said about resuming it (legacy streams)."""
+
+    __slots__ = ("_resp", "headers", "last_event_id", "retry_ms", "session_id", "status")
 
     def __init__(self, resp: Response) -> None:
         self._resp = resp
         self.status = resp.status
         self.headers = resp.headers
         self.session_id = resp.headers.get("mcp-session-id")
+        self.last_event_id: str | None = None
+        self.retry_ms: int | None = None
 
     async def __aiter__(self) -> AsyncIterator[Message]:
         try:
@@ -113,8 +117,18 @@ class HttpExchange:
         if resp.status in (401, 403):  # a refusal before dispatch, whatever the body says
             raise AuthenticationError(resp.status, await resp.read(), resp.headers)
         if ctype == "text/event-stream" and resp.status < 300:
-            async for m in iter_messages(resp.iter_bytes()):
-                yield m
+            parser = SSEParser()
+            async for chunk in resp.iter_bytes():
+                for ev in parser.feed(chunk):
+                    self.last_event_id, self.retry_ms = parser.last_event_id, parser.retry
+                    if ev.event == "message" and ev.data:
+                        for m in decode_messages(ev.data):
+                            yield m
+                self.last_event_id, self.retry_ms = parser.last_event_id, parser.retry
+            for ev in parser.close():
+                if ev.event == "message" and ev.data:
+                    for m in decode_messages(ev.data):
+                        yield m
             return
         body = await resp.read()
         if ctype == "application/json" or (ctype == "" and body[:1] in (b"{", b"[")):

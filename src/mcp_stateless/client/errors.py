@@ -53,6 +53,16 @@ class AuthenticationError(HttpStatusError):
         self.www_authenticate: str | None = self.headers.get("www-authenticate")
 
 
+class OAuthError(ClientError):
+    """The authorization flow could not obtain a token: metadata refused (wrong resource or issuer, no PKCE),
+    the authorization response refused (state, `iss`), the user or the token endpoint said no. `error` is the
+    OAuth error code when the authorization server sent one."""
+
+    def __init__(self, message: str, *, error: str | None = None) -> None:
+        super().__init__(message)
+        self.error = error
+
+
 class ServerLost(ChannelError):
     """The stdio server exited (or the stream broke) while the request was in flight."""
 
@@ -63,6 +73,7 @@ __all__ = [
     "ClientError",
     "HttpStatusError",
     "InvalidResult",
+    "OAuthError",
     "ServerLost",
     "StreamBroken",
     "TaskCancelled",

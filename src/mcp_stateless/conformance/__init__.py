@@ -3,6 +3,7 @@
 Nothing here is imported by the runtime; `jsonschema` loads only when a message is first validated.
 """
 
+from .card import card_schema, card_violations
 from .schema import (
     NOTIFICATION_DEFS,
     RESPONSE_DEFS,
@@ -20,6 +21,8 @@ __all__ = [
     "RESPONSE_DEFS",
     "SCHEMA_VERSION",
     "SchemaViolation",
+    "card_schema",
+    "card_violations",
     "schema_document",
     "server_message_violations",
     "validate_as",

@@ -125,12 +125,39 @@ class LegacyAnswer:
     stream: AsyncGenerator[LegacyItem, None] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class LegacyCounters:
+    """The 2025 era's exchanges so far, as `(kind, HTTP status, count)` sorted by kind and status. Kinds:
+    `initialize`, `request`, `notification`, `response`, `get`, `delete`, `sse` (2024-11-05 streams
+    opened), `invalid`. A stdio session's exchanges are not counted (one process is one session)."""
+
+    exchanges: tuple[tuple[str, int, int], ...] = ()
+
+    def total(self, kind: str | None = None) -> int:
+        """How many exchanges (of `kind`, when given)."""
+        return sum(n for k, _status, n in self.exchanges if kind is None or k == kind)
+
+
 class LegacyEndpoint(Protocol):
     """The second seam: what a transport hands a 2025-era exchange to (`protocol.legacy.era_of` picks
     the era). Kept apart from `Endpoint` so that the modern path never reaches legacy code."""
 
+    versions: tuple[str, ...]  # the 2025 revisions it negotiates on Streamable HTTP, newest first
+
     async def exchange(self, http_method: str, message: Any, headers: Mapping[str, str],
                        principal: Principal, can_sse: bool) -> LegacyAnswer: ...
+
+    async def sse_open(self, principal: Principal) -> tuple[str, AsyncGenerator[LegacyItem, None]]:
+        """A 2024-11-05 HTTP+SSE stream: the sealed channel reference its `endpoint` event names, and
+        its messages (subscribed already)."""
+        ...
+
+    async def sse_post(self, channel: str, message: Any, headers: Mapping[str, str],
+                       principal: Principal) -> LegacyAnswer:
+        """A message POSTed to a 2024-11-05 channel (on any instance): 202, its answer on the stream."""
+        ...
+
+    def counter_snapshot(self) -> LegacyCounters: ...
 
     def stdio_session(self, principal: Principal, write: Callable[[dict[str, Any]], None]) -> StdioSession: ...
 

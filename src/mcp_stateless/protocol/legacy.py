@@ -25,8 +25,11 @@ Era = Literal["modern", "legacy"]
 
 SESSION_HEADER = "mcp-session-id"  # lower-cased, as transports hand headers over
 VERSION_HEADER = "mcp-protocol-version"
-# The 2025 revisions a legacy session may negotiate, newest first (2024-11-05 is HTTP+SSE only: later).
+# The 2025 revisions a legacy session may negotiate, newest first (2024-11-05 is HTTP+SSE only).
 SERVED_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26")
+# What the 2024-11-05 HTTP+SSE transport may negotiate: the revision it was defined for, and the later
+# ones (clients that fell back to it still speak theirs).
+SSE_VERSIONS: tuple[str, ...] = (*SERVED_VERSIONS, "2024-11-05")
 # The 2025 transport's code for "this session does not exist (any more)", sent with HTTP 404.
 SESSION_NOT_FOUND = -32001
 
@@ -145,3 +148,19 @@ def session_not_found(id_: RequestId | None, why: str = "Session not found") -> 
 def session_required(id_: RequestId | None) -> Rejection:
     return Rejection(400, id_, McpError(
         errors.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required (send initialize first)"))
+
+
+def requested_version(message: Any, headers: Mapping[str, str] | None) -> str | None:
+    """The 2025 version a legacy exchange asks for: `initialize`'s `protocolVersion`, else the header."""
+    if isinstance(message, dict) and message.get("method") == "initialize":
+        params = message.get("params")
+        wanted = params.get("protocolVersion") if isinstance(params, dict) else None
+        if isinstance(wanted, str):
+            return wanted
+    return None if headers is None else headers.get(VERSION_HEADER)
+
+
+def request_id(message: Any) -> RequestId | None:
+    """The id of a message, when it is a valid one (for an error that must echo it)."""
+    raw = message.get("id") if isinstance(message, dict) else None
+    return raw if _valid_id(raw) else None

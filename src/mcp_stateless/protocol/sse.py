@@ -33,13 +33,19 @@ class Event:
 class SSEParser:
     """Feed raw bytes; get complete events. Handles CRLF or LF line ends, multi-line data, `:` comments."""
 
-    __slots__ = ("_buf", "_data", "_event", "_id")
+    __slots__ = ("_buf", "_data", "_event", "_id", "retry")
 
     def __init__(self) -> None:
         self._buf = b""
         self._data: list[str] = []
         self._event = ""
         self._id: str | None = None
+        self.retry: int | None = None  # the reconnection delay the stream asked for, in ms
+
+    @property
+    def last_event_id(self) -> str | None:
+        """What a reconnection sends as `Last-Event-ID`: set by any `id` field, an event without data too."""
+        return self._id
 
     def feed(self, chunk: bytes) -> list[Event]:
         buf = self._buf + chunk if self._buf else chunk
@@ -78,8 +84,11 @@ class SSEParser:
         elif name == "event":
             self._event = value
         elif name == "id":
-            self._id = value  # the last event id persists until the stream sets another
-        return None  # `retry` and unknown fields ignored
+            if "\0" not in value:
+                self._id = value  # the last event id persists until the stream sets another
+        elif name == "retry" and value.isascii() and value.isdigit():
+            self.retry = int(value)
+        return None  # unknown fields ignored
 
     def close(self) -> list[Event]:
         """End of stream: a final event without its blank line is dispatched (lenient)."""

@@ -15,6 +15,7 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ..protocol.caching import CacheHint
+from ..protocol.card import CardIdentity, card_name, describe
 from ..protocol.endpoint import Call, ListenItem, Reply
 from ..protocol.envelope import MethodTable, Request
 from ..protocol.mrtr import KeyRing
@@ -332,6 +333,13 @@ class App:
 
     def capabilities(self) -> dict[str, Any]:
         return self.catalog.capabilities()
+
+    def card_identity(self) -> CardIdentity:
+        """Who this app is, for its Server Card (SEP-2127): the transports read it at `<endpoint>/server-card`
+        and `mcp-stateless contract` prints it."""
+        title = self.server_info.get("title")
+        return CardIdentity(card_name(self.name), self.version, describe(self.name, title, self.instructions),
+                            title, tuple(sorted(self.capabilities().get("extensions", {}))))
 
     # ------------------------------------------------------------------ change events
     def _changed(self, kind: ListKind) -> None:

@@ -14,18 +14,29 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
+import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
 import orjson
 
-from ..protocol import envelope, errors, sse
+from ..protocol import card, envelope, errors, sse
 from ..protocol.encoding import encode_message
-from ..protocol.endpoint import Call, Endpoint, KeepAlive, LegacyEndpoint, ListenEnd, ListenItem, authenticator_for
+from ..protocol.endpoint import (
+    Call,
+    Endpoint,
+    KeepAlive,
+    LegacyAnswer,
+    LegacyEndpoint,
+    ListenEnd,
+    ListenItem,
+    authenticator_for,
+)
 from ..protocol.envelope import Notification, Rejection, Request
 from ..protocol.errors import McpError
 from ..protocol.headers import accepted_media, repeated_header
-from ..protocol.legacy import era_of
+from ..protocol.legacy import era_of, request_id, requested_version
 from ..protocol.principal import (
     ANONYMOUS,
     AnonymousAuthenticator,
@@ -34,7 +45,9 @@ from ..protocol.principal import (
     Credentials,
     Principal,
 )
+from ..protocol.retirement import Retirement
 from ..protocol.security import OriginPolicy
+from .card import CardRoute
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -173,7 +186,13 @@ class HttpTransport:
     any Origin but the loopback ones; on any other bind it accepts every Host and refuses every Origin
     (browsers), so a deployment serving browsers names them (`OriginPolicy.public([...])`).
     `legacy`: the 2025-era branch (e.g. `LegacyServer(app)`); None refuses 2025 clients as a modern-only
-    server does (`initialize` gets -32601, GET/DELETE 405).
+    server does (`initialize` gets -32601, GET/DELETE 405). `legacy_sse`: also serve the 2024-11-05
+    HTTP+SSE transport (a GET on the endpoint, or on `<endpoint>/sse`, without a session id opens its
+    stream; needs `legacy`). `legacy_until`: when the legacy era retires (`protocol.retirement`):
+    `Deprecation`/`Sunset` headers before, HTTP 410 after; modern traffic is never affected.
+    `server_card`: serve the SEP-2127 Server Card at `<endpoint>/server-card` (when the endpoint has a
+    `card_identity()`, as `App` does); `public_url`: the endpoint's URL as clients reach it, for the card
+    (default: from the request's scheme, Host and path).
     """
 
     def __init__(
@@ -186,9 +205,20 @@ class HttpTransport:
         max_body: int = DEFAULT_MAX_BODY,
         instance: str | None = None,
         legacy: LegacyEndpoint | None = None,
+        legacy_sse: bool = False,
+        legacy_until: Retirement | None = None,
+        server_card: bool = True,
+        public_url: str | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.legacy = legacy
+        if legacy_sse and legacy is None:
+            raise ValueError("legacy_sse needs the legacy branch (legacy=LegacyServer(app))")
+        self.legacy_sse = legacy_sse
+        self.legacy_until = legacy_until
+        self.public_url = public_url
+        # perf: off the modern path, the sub-routes are looked at only when the path is not the endpoint's
+        self._card = CardRoute(self) if server_card and hasattr(endpoint, "card_identity") else None
         self.authenticator = authenticator_for(endpoint, authenticator)
         # perf: with no authentication configured, skip the authenticator's coroutine on every request
         self._anonymous = isinstance(self.authenticator, AnonymousAuthenticator)
@@ -247,9 +277,19 @@ class HttpTransport:
             root = scope.get("root_path", "")
             if root and path.startswith(root):
                 path = path[len(root) :] or "/"
-            if path.rstrip("/") != self.path.rstrip("/"):
-                await _plain(send, 404, b"Not Found")
-                return
+            base = self.path.rstrip("/")
+            if path.rstrip("/") != base:
+                # Off the endpoint's own path: only its sub-resources (looked at only here, off the hot path).
+                sub = path[len(base):].rstrip("/") if path.startswith(base + "/") else None
+                if sub == card.SUFFIX and self._card is not None:
+                    await self._card.serve(scope, send)
+                    return
+                if not (sub == SSE_SUFFIX and self.legacy_sse and scope["method"] == "GET"):
+                    await _plain(send, 404, b"Not Found")
+                    return
+        elif self._card is not None and scope.get("path", "").endswith(card.SUFFIX):
+            await self._card.serve(scope, send)
+            return
         raw = scope["headers"]
         # perf: one comprehension; only when it collapsed repeated lines are they looked at
         headers: dict[str, str] = {k.decode("latin-1"): v.decode("latin-1") for k, v in raw}
@@ -268,6 +308,11 @@ class HttpTransport:
         if method != "POST" and self.legacy is not None and era_of(method, None, headers) == "legacy":
             await self._legacy(method, None, headers, receive, send)
             return
+        if method == "GET" and self.legacy_sse:
+            await self._legacy_sse_open(scope, headers, receive, send)
+            return
+        # A POST to a 2024-11-05 channel names it in the query string (the stream's `endpoint` event).
+        channel = _channel_of(scope) if self.legacy_sse and scope.get("query_string") else None
         if method != "POST":
             await send({"type": "http.response.start", "status": 405,
                         "headers": [(b"allow", b"POST"), (b"content-type", b"application/json")]})
@@ -297,6 +342,9 @@ class HttpTransport:
             message = envelope.parse(body)
         except McpError as e:
             await _error(send, 400, None, e)
+            return
+        if channel is not None:
+            await self._legacy_sse_post(channel, message, headers, who, receive, send)
             return
         decision = envelope.classify(message, headers, self.endpoint.table, self.endpoint.supported_versions)
         # Only what the modern ladder did not take as a request can be legacy: its hot path is unchanged.
@@ -338,10 +386,58 @@ class HttpTransport:
                 return
             who = got
         if can_sse is None:
-            accept = headers.get("accept", "*/*").lower()
-            can_sse = "*/*" in accept or "text/event-stream" in accept or "text/*" in accept
+            can_sse = _accepts_sse(headers)
+        if await self._retired(message, headers, send):
+            return
         answer = await self.legacy.exchange(method, message, headers, who, can_sse)
-        await legacy_http.write(answer, receive, send)
+        await legacy_http.write(self._deprecated(answer), receive, send)
+
+    async def _retired(self, message: Any, headers: Mapping[str, str], send: Send) -> bool:
+        """After the legacy retirement date: refuse (410), and True."""
+        until = self.legacy_until
+        if until is None or not until.retired(time.time()):
+            return False
+        refusal = until.refusal(request_id(message), self.endpoint.supported_versions,
+                                requested_version(message, headers))
+        await _send_json(send, refusal.status, refusal.body())
+        return True
+
+    def _deprecated(self, answer: LegacyAnswer) -> LegacyAnswer:
+        """`Deprecation` and `Sunset` on a legacy answer, while a retirement date lies ahead."""
+        if self.legacy_until is not None:
+            answer.headers = (*answer.headers, *self.legacy_until.headers())
+        return answer
+
+    async def _legacy_sse_open(self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send) -> None:
+        """GET without a session: a 2024-11-05 HTTP+SSE stream, whose first event names where to POST."""
+        from . import legacy_http
+
+        assert self.legacy is not None
+        if not _accepts_sse(headers):
+            await _error(send, 406, None, McpError(
+                errors.INVALID_REQUEST, "Not Acceptable: the HTTP+SSE stream needs Accept: text/event-stream"))
+            return
+        who = ANONYMOUS if self._anonymous else await self.authenticator.authenticate(Credentials("http", headers))
+        if isinstance(who, Challenge):
+            await _challenge(send, who)
+            return
+        if await self._retired(None, headers, send):
+            return
+        token, stream = await self.legacy.sse_open(who)
+        base = scope.get("root_path", "") + (self.path if self.path is not None else scope.get("path", "/"))
+        url = f"{urllib.parse.quote(base)}?{CHANNEL_PARAM}={urllib.parse.quote(token, safe='')}"
+        extra = self.legacy_until.headers() if self.legacy_until is not None else ()
+        await legacy_http.write_channel(url, extra, stream, receive, send)
+
+    async def _legacy_sse_post(self, channel: str, message: Any, headers: dict[str, str], who: Principal,
+                               receive: Receive, send: Send) -> None:
+        from . import legacy_http
+
+        assert self.legacy is not None
+        if await self._retired(message, headers, send):
+            return
+        answer = await self.legacy.sse_post(channel, message, headers, who)
+        await legacy_http.write(self._deprecated(answer), receive, send)
 
     async def _read_body(self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send) -> bytes | None:
         length = headers.get("content-length")
@@ -507,6 +603,20 @@ async def _pump(stream: AsyncIterator[ListenItem], send: Send) -> None:
         await send({"type": "http.response.body", "body": b""})
     except OSError:
         return
+
+
+CHANNEL_PARAM = "session"  # the query parameter naming a 2024-11-05 channel
+SSE_SUFFIX = "/sse"  # <endpoint>/sse: where 2024-11-05 clients configured with that conventional path GET
+
+
+def _channel_of(scope: Scope) -> str | None:
+    values = urllib.parse.parse_qs(scope["query_string"].decode("latin-1")).get(CHANNEL_PARAM)
+    return values[0] if values else None
+
+
+def _accepts_sse(headers: Mapping[str, str]) -> bool:
+    accept = headers.get("accept", "*/*").lower()
+    return "*/*" in accept or "text/event-stream" in accept or "text/*" in accept
 
 
 def _with_header(send: Send, header: tuple[bytes, bytes]) -> Send:

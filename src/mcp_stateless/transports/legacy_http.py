@@ -64,6 +64,26 @@ async def _stream(answer: LegacyAnswer, stream: AsyncGenerator[LegacyItem, None]
         await send({"type": "http.response.body", "body": b""})
         return
     await send({"type": "http.response.body", "body": _frame(first), "more_body": True})
+    await _follow(stream, receive, send)
+
+
+async def write_channel(endpoint_url: str, headers: tuple[tuple[str, str], ...],
+                        stream: AsyncGenerator[LegacyItem, None], receive: Receive, send: Send) -> None:
+    """A 2024-11-05 HTTP+SSE stream: the `endpoint` event naming where to POST, then the channel's
+    messages until the client goes away."""
+    extra = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
+    await send({"type": "http.response.start", "status": 200, "headers": [*sse.HEADERS, *extra]})
+    frame = b"event: endpoint\ndata: " + endpoint_url.encode("ascii") + b"\n\n"
+    try:
+        await send({"type": "http.response.body", "body": frame, "more_body": True})
+    except OSError:
+        await stream.aclose()
+        return
+    await _follow(stream, receive, send)
+
+
+async def _follow(stream: AsyncGenerator[LegacyItem, None], receive: Receive, send: Send) -> None:
+    """Write the rest of `stream` until it ends or the client disconnects; close it either way."""
     loop = asyncio.get_running_loop()
     pump = loop.create_task(_pump(stream, send))
     gone = loop.create_task(_wait_disconnect(receive))

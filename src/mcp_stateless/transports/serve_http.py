@@ -29,6 +29,7 @@ from uvicorn.supervisors import multiprocess
 
 from ..protocol.endpoint import Endpoint, LegacyEndpoint
 from ..protocol.principal import Authenticator
+from ..protocol.retirement import Retirement
 from ..protocol.security import OriginPolicy
 from .edge import LIMITS_ATTR, EdgeLimits
 from .http import DEFAULT_MAX_BODY, HttpTransport
@@ -54,12 +55,16 @@ def http_transport(
     instance: str | None = None,
     authenticator: Authenticator | None = None,
     legacy: LegacyEndpoint | None = None,
+    legacy_sse: bool = False,
+    legacy_until: Retirement | None = None,
+    public_url: str | None = None,
 ) -> HttpTransport:
     """An `HttpTransport` for `endpoint` whose listen streams `run` ends gracefully on shutdown
     (`authenticator`: None applies the endpoint's own, as `HttpTransport` does)."""
     _endpoints.append(endpoint)
     return HttpTransport(endpoint, authenticator=authenticator, path=path, origin_policy=origin_policy,
-                         max_body=max_body, instance=instance, legacy=legacy)
+                         max_body=max_body, instance=instance, legacy=legacy, legacy_sse=legacy_sse,
+                         legacy_until=legacy_until, public_url=public_url)
 
 
 class _Server(uvicorn.Server):

@@ -31,6 +31,7 @@ import os
 import stat
 import sys
 import threading
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -40,8 +41,9 @@ from ..protocol.encoding import encode_message
 from ..protocol.endpoint import Call, Endpoint, LegacyEndpoint, ListenEnd, ListenEvent, StdioSession, authenticator_for
 from ..protocol.envelope import Notification, Rejection, Request
 from ..protocol.errors import McpError
-from ..protocol.legacy import stdio_era
+from ..protocol.legacy import request_id, requested_version, stdio_era
 from ..protocol.principal import ANONYMOUS, Authenticator, Challenge, Credentials
+from ..protocol.retirement import Retirement
 
 log = logging.getLogger("mcp_stateless.stdio")
 
@@ -120,14 +122,17 @@ class StdioServer:
 
     `authenticator` defaults to the endpoint's own (see `authenticator_for`); `environ` is where the
     credentials come from (this process's environment by default). `legacy`: the 2025-era branch, which
-    gets the whole process when its first message is `initialize`."""
+    gets the whole process when its first message is `initialize`; `legacy_until`: when that era retires
+    (from then on such a process gets `-32022` for every request, as an HTTP client would get 410)."""
 
     def __init__(self, endpoint: Endpoint, *, authenticator: Authenticator | None = None,
                  environ: Mapping[str, str] | None = None, drain_timeout: float = 1.0,
                  max_line: int = MAX_LINE, max_inflight: int = DEFAULT_MAX_INFLIGHT,
-                 legacy: LegacyEndpoint | None = None) -> None:
+                 legacy: LegacyEndpoint | None = None, legacy_until: Retirement | None = None) -> None:
         self.endpoint = endpoint
         self.legacy = legacy
+        self.legacy_until = legacy_until
+        self._retired: Retirement | None = None  # set when this process spoke legacy after the date
         self._first = True
         self._legacy_session: StdioSession | None = None
         self.authenticator = authenticator_for(endpoint, authenticator)
@@ -189,7 +194,18 @@ class StdioServer:
         if self._first:  # the first message picks the process's era
             self._first = False
             if self.legacy is not None and stdio_era(message) == "legacy":
-                self._legacy_session = self.legacy.stdio_session(self._call.principal, self.write)
+                until = self.legacy_until
+                if until is not None and until.retired(time.time()):
+                    self._retired = until
+                else:
+                    self._legacy_session = self.legacy.stdio_session(self._call.principal, self.write)
+        if self._retired is not None:
+            rid = request_id(message)
+            if rid is not None and isinstance(message, dict) and "method" in message:
+                body = self._retired.refusal(rid, self.endpoint.supported_versions,
+                                             requested_version(message, None)).body()
+                self.write(body)
+            return
         if self._legacy_session is not None:
             self._legacy_session.receive(message)
             return
@@ -350,11 +366,13 @@ def _feed_from_thread(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamRea
 
 
 async def _amain(endpoint: Endpoint, out_fd: int, tool_threads: int, authenticator: Authenticator | None,
-                 max_inflight: int, legacy: LegacyEndpoint | None = None) -> bool:
+                 max_inflight: int, legacy: LegacyEndpoint | None = None,
+                 legacy_until: Retirement | None = None) -> bool:
     loop = asyncio.get_running_loop()
     # Sync tools run in the default executor: size it so that blocking calls do not queue behind each other.
     loop.set_default_executor(ThreadPoolExecutor(max_workers=tool_threads, thread_name_prefix="mcp-tool"))
-    server = StdioServer(endpoint, authenticator=authenticator, max_inflight=max_inflight, legacy=legacy)
+    server = StdioServer(endpoint, authenticator=authenticator, max_inflight=max_inflight, legacy=legacy,
+                         legacy_until=legacy_until)
     # read() in chunks (lines are framed by read_lines): the limit only sets when the pipe is paused
     reader = asyncio.StreamReader(limit=_CHUNK)
     in_fd = sys.stdin.fileno()
@@ -385,7 +403,7 @@ def _new_loop() -> asyncio.AbstractEventLoop:
 
 def serve_stdio(endpoint: Endpoint, out_fd: int | None = None, *, tool_threads: int = 64,
                 authenticator: Authenticator | None = None, max_inflight: int = DEFAULT_MAX_INFLIGHT,
-                legacy: LegacyEndpoint | None = None) -> int:
+                legacy: LegacyEndpoint | None = None, legacy_until: Retirement | None = None) -> int:
     """Serve `endpoint` on this process's stdin/stdout until stdin reaches EOF; the process is the server's.
     Returns the exit status: 0, or 1 when the environment's credentials were refused.
 
@@ -398,7 +416,7 @@ def serve_stdio(endpoint: Endpoint, out_fd: int | None = None, *, tool_threads: 
     loop = _new_loop()
     try:
         served = loop.run_until_complete(_amain(endpoint, out_fd, tool_threads, authenticator, max_inflight,
-                                                legacy))
+                                                legacy, legacy_until))
     finally:
         rest = asyncio.all_tasks(loop)
         for t in rest:

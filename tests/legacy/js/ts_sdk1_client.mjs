@@ -2,6 +2,7 @@
 // with initialize) against tests/legacy/legacy_app.py and prints what it got back as one JSON object.
 //
 //   node ts_sdk1_client.mjs http <url>
+//   node ts_sdk1_client.mjs sse <url>        (the 2024-11-05 HTTP+SSE transport, SSEClientTransport)
 //   node ts_sdk1_client.mjs stdio <command> [args...]
 import { createRequire } from 'node:module';
 
@@ -9,6 +10,7 @@ const require = createRequire(new URL('../../../tools/node/package.json', import
 const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
 const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
 const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
+const { SSEClientTransport } = require('@modelcontextprotocol/sdk/client/sse.js');
 const types = require('@modelcontextprotocol/sdk/types.js');
 
 const [kind, target, ...rest] = process.argv.slice(2);
@@ -16,7 +18,9 @@ const deadline = setTimeout(() => { console.error('ts_sdk1_client: timed out'); 
 
 const transport = kind === 'http'
   ? new StreamableHTTPClientTransport(new URL(target))
-  : new StdioClientTransport({ command: target, args: rest, stderr: 'inherit' });
+  : kind === 'sse'
+    ? new SSEClientTransport(new URL(target))
+    : new StdioClientTransport({ command: target, args: rest, stderr: 'inherit' });
 const client = new Client({ name: 'interop-sdk1', version: '1.0.0' },
   { capabilities: { elicitation: {}, sampling: {}, roots: { listChanged: true } } });
 
@@ -41,7 +45,7 @@ const until = async (cond) => {
 };
 
 await client.connect(transport);
-out.version = transport.protocolVersion ?? null;
+out.version = transport.protocolVersion ?? transport._protocolVersion ?? null;
 out.sessionId = kind === 'http' ? (transport.sessionId ?? null) : null;
 out.server = client.getServerVersion();
 out.capabilities = client.getServerCapabilities();

@@ -79,3 +79,15 @@ async def test_iter_messages_routes_other_events_and_skips_what_is_not_a_message
     got = [m async for m in iter_messages(chunks(parts), other=other.append)]
     assert got == [{"id": 1, "result": {}}, {"id": 2, "result": {}}]
     assert other == [Event("endpoint", "/post")]
+
+
+def test_the_parser_keeps_the_last_event_id_and_the_retry_delay() -> None:
+    """A priming event (an id, no data) still sets what a reconnection sends as Last-Event-ID."""
+    from mcp_stateless.protocol.sse import SSEParser
+
+    p = SSEParser()
+    assert (p.last_event_id, p.retry) == (None, None)
+    assert p.feed(b"id: event-2\nretry: 500\n\n") == []
+    assert (p.last_event_id, p.retry) == ("event-2", 500)
+    assert p.feed(b"retry: soon\nid: bad\0id\ndata: {}\n\n")[0].id == "event-2"  # both ignored (WHATWG rules)
+    assert (p.last_event_id, p.retry) == ("event-2", 500)

@@ -20,7 +20,7 @@ from ...protocol.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, McpError, metho
 from ...protocol.meta import META_PROGRESS_TOKEN, META_SERVER_INFO
 from ...protocol.sse import iter_messages
 from ...protocol.versions import LEGACY_VERSIONS
-from ..channels import Channel, HttpChannel
+from ..channels import Channel, Exchange, HttpChannel, HttpExchange
 from ..errors import ChannelError, ClientError, HttpStatusError, InvalidResult, StreamBroken, UnsupportedServer
 from ..events import LIST_CHANGED_KEYS, Acknowledged, ListenEvent, event_for, obj
 from ..handlers import Handlers
@@ -198,26 +198,41 @@ class LegacySession:
         return result
 
     async def _exchange(self, msg: dict[str, Any], progress: Progress | None) -> dict[str, Any]:
-        ex = await self.wire.exchange(msg, self._headers(), timeout=self.timeout)
-        try:
-            if ex.status == 404 and self.session_id and msg["method"] != "initialize":
-                raise _SessionExpired
-            if msg["method"] == "initialize" and ex.session_id:
-                self.session_id = ex.session_id
-            async for m in ex:
-                if "method" in m:
-                    if "id" in m:
-                        self._spawn(self._answer(m))
-                    elif m["method"] == "notifications/progress" and progress is not None:
-                        with contextlib.suppress(Exception):
-                            progress(m.get("params") or {})
-                    else:
-                        self._unsolicited(m)
-                    continue
-                if m.get("id") == msg["id"]:
-                    return m
-        finally:
-            await ex.aclose()
+        ex: Exchange = await self.wire.exchange(msg, self._headers(), timeout=self.timeout)
+        for resumed in range(_MAX_RESUMES + 1):
+            try:
+                if ex.status == 404 and self.session_id and msg["method"] != "initialize":
+                    raise _SessionExpired
+                if msg["method"] == "initialize" and ex.session_id:
+                    self.session_id = ex.session_id
+                async for m in ex:
+                    if "method" in m:
+                        if "id" in m:
+                            self._spawn(self._answer(m))
+                        elif m["method"] == "notifications/progress" and progress is not None:
+                            with contextlib.suppress(Exception):
+                                progress(m.get("params") or {})
+                        else:
+                            self._unsolicited(m)
+                        continue
+                    if m.get("id") == msg["id"]:
+                        return m
+            except StreamBroken:
+                if not _resumable(ex):
+                    raise
+            finally:
+                await ex.aclose()
+            if resumed == _MAX_RESUMES or not _resumable(ex) or not isinstance(self.wire, HttpChannel):
+                break
+            # The server ended the stream early but named its last event: wait as long as it asked, then pick
+            # the stream up with a GET carrying Last-Event-ID (2025-11-25 resumability).
+            assert isinstance(ex, HttpExchange) and ex.last_event_id is not None
+            await asyncio.sleep(min(ex.retry_ms if ex.retry_ms is not None else 1000, 30_000) / 1000)
+            resp = await self.wire.get({"Accept": "text/event-stream", **self._headers(),
+                                        "Last-Event-ID": ex.last_event_id})
+            last = ex.last_event_id
+            ex = HttpExchange(resp)
+            ex.last_event_id = last
         raise StreamBroken(f"the response stream of {msg['method']} ended before the response")
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
@@ -354,3 +369,11 @@ class _SessionExpired(ClientError):
 
 
 __all__ = ["LegacySession"]
+
+
+# How often one request's response stream is picked up again after the server ended it early.
+_MAX_RESUMES = 3
+
+
+def _resumable(ex: Exchange) -> bool:
+    return isinstance(ex, HttpExchange) and ex.status == 200 and ex.last_event_id is not None

@@ -3,8 +3,9 @@
 It answers `initialize` (negotiating 2025-11-25 down to 2025-03-26), `ping`, `logging/setLevel`,
 `resources/subscribe`/`unsubscribe`, the app's own methods through `bridge`, clients' responses to
 server->client requests, the standalone GET stream (list changes and subscribed resource updates, from
-the state bus, so a change made on any instance arrives) and DELETE. Nothing here is kept per process:
-any instance sharing the key ring and the state store serves any session.
+the state bus, so a change made on any instance arrives) and DELETE; the 2024-11-05 HTTP+SSE transport
+through `sse.SseChannels`. Nothing here is kept per process: any instance sharing the key ring and the
+state store serves any session.
 """
 
 from __future__ import annotations
@@ -18,7 +19,15 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ...protocol import errors
-from ...protocol.endpoint import KEEPALIVE, LegacyAnswer, LegacyItem, Outbox, SseEvent, StdioSession
+from ...protocol.endpoint import (
+    KEEPALIVE,
+    LegacyAnswer,
+    LegacyCounters,
+    LegacyItem,
+    Outbox,
+    SseEvent,
+    StdioSession,
+)
 from ...protocol.envelope import LOG_LEVEL_RANK, LOG_LEVELS, Rejection
 from ...protocol.errors import McpError, error_response
 from ...protocol.legacy import (
@@ -40,8 +49,10 @@ from ...state.events import ChangeEvent
 from ..context import Context
 from . import bridge
 from .changelog import GET_STREAM, ChangeLog, LoggedEvents
+from .outbox import PendingMessages
 from .peer import Peer
 from .sessions import Session, Sessions, SessionState
+from .sse import SseChannels
 from .streams import StreamLog, parse_event_id
 
 if TYPE_CHECKING:
@@ -56,8 +67,7 @@ _LIST_CHANGED = {
     "resources": "notifications/resources/list_changed",
 }
 MAX_SESSION_ID = 4096  # characters
-_STREAM_BACKLOG = 4096
-CANCEL_TOPIC = "legacy-cancel"  # messages a slow client may fall behind on one stream before the oldest go
+CANCEL_TOPIC = "legacy-cancel"  # `notifications/cancelled` of any instance, read by the one running the call
 
 
 class LegacyServer:
@@ -122,9 +132,11 @@ class LegacyServer:
 
     # ------------------------------------------------------------------ the seam
     async def exchange(self, http_method: str, message: Any, headers: Mapping[str, str],
-                       principal: Principal, can_sse: bool) -> LegacyAnswer:
+                       principal: Principal, can_sse: bool, outbox: Outbox | None = None) -> LegacyAnswer:
+        """`outbox`: where a request's messages go when the transport has a channel of its own (the
+        2024-11-05 SSE stream); None answers on the POST itself."""
         try:
-            answer = await self._exchange(http_method, message, headers, principal, can_sse)
+            answer = await self._exchange(http_method, message, headers, principal, can_sse, outbox)
         except McpError as e:  # e.g. the state store is unreachable
             answer = LegacyAnswer(500 if e.code == errors.INTERNAL_ERROR else 400, error_response(None, e))
         kind = _kind(http_method, message)
@@ -134,7 +146,7 @@ class LegacyServer:
         return answer
 
     async def _exchange(self, http_method: str, message: Any, headers: Mapping[str, str],
-                        principal: Principal, can_sse: bool) -> LegacyAnswer:
+                        principal: Principal, can_sse: bool, outbox: Outbox | None = None) -> LegacyAnswer:
         decision = None
         if http_method == "POST":
             decision = classify(message)
@@ -179,14 +191,16 @@ class LegacyServer:
             return _rejected(Rejection(400, None, McpError(
                 errors.INVALID_REQUEST, f"no request with id {decision.id!r} is waiting for a response")))
         assert isinstance(decision, LegacyRequest)
-        return await self._request(decision, session, state, principal, headers, can_sse)
+        return await self._request(decision, session, state, principal, headers, can_sse, outbox)
 
     # ------------------------------------------------------------------ lifecycle
     def _initialize(self, req: LegacyRequest, principal: Principal) -> LegacyAnswer:
         return self.initialize(req, principal)[0]
 
-    def initialize(self, req: LegacyRequest, principal: Principal) -> tuple[LegacyAnswer, Session | None]:
-        """The answer to `initialize`, and the session it opened (None when refused)."""
+    def initialize(self, req: LegacyRequest, principal: Principal,
+                   versions: tuple[str, ...] | None = None) -> tuple[LegacyAnswer, Session | None]:
+        """The answer to `initialize`, and the session it opened (None when refused). `versions`: what
+        this transport may negotiate (default: the server's)."""
         params = req.params
         requested = params.get("protocolVersion")
         caps = params.get("capabilities", {})
@@ -197,7 +211,7 @@ class LegacyServer:
             return _error(req, errors.invalid_params("params.capabilities must be an object")), None
         if info is not None and not isinstance(info, dict):
             return _error(req, errors.invalid_params("params.clientInfo must be an object")), None
-        version = negotiate(requested, self.versions)
+        version = negotiate(requested, self.versions if versions is None else versions)
         sid, session = self.sessions.issue(principal.id, version, caps, info)
         if len(sid) > MAX_SESSION_ID:  # the id travels on every request: keep headers within proxies' limits
             why = f"the declared capabilities are too large for a session id ({len(sid)} > {MAX_SESSION_ID})"
@@ -387,6 +401,23 @@ class LegacyServer:
                 return {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": event.uri}}
         return None
 
+    # ------------------------------------------------------------------ the 2024-11-05 HTTP+SSE transport
+    async def sse_open(self, principal: Principal) -> tuple[str, AsyncGenerator[LegacyItem, None]]:
+        opened = await SseChannels(self).open(principal)
+        self.counters[("sse", 200)] += 1
+        return opened
+
+    async def sse_post(self, channel: str, message: Any, headers: Mapping[str, str],
+                       principal: Principal) -> LegacyAnswer:
+        try:
+            return await SseChannels(self).post(channel, message, headers, principal)
+        except McpError as e:  # e.g. the state store is unreachable
+            return LegacyAnswer(500 if e.code == errors.INTERNAL_ERROR else 400, error_response(None, e))
+
+    def counter_snapshot(self) -> LegacyCounters:
+        """This era's exchanges so far, by kind and HTTP status (a copy: the caller may keep it)."""
+        return LegacyCounters(tuple(sorted((kind, status, n) for (kind, status), n in self.counters.items())))
+
     def stdio_session(self, principal: Principal, write: Callable[[dict[str, Any]], None]) -> StdioSession:
         from .stdio import LegacyStdioSession
 
@@ -413,14 +444,13 @@ def legacy_capabilities(modern: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in modern.items() if k != "extensions"}
 
 
-class _StreamOutbox:
+class _StreamOutbox(PendingMessages):
     """A call's messages for its SSE stream: bounded, never blocks the handler."""
 
-    __slots__ = ("_wake", "closed", "pending")
+    __slots__ = ("closed",)
 
     def __init__(self) -> None:
-        self.pending: collections.deque[dict[str, Any]] = collections.deque(maxlen=_STREAM_BACKLOG)
-        self._wake: asyncio.Future[None] | None = None
+        super().__init__()
         self.closed = asyncio.Event()
 
     def close_stream(self) -> None:
@@ -432,32 +462,6 @@ class _StreamOutbox:
     def busy(self) -> bool:
         """Whether the call has said anything yet (a message, or closing its stream)."""
         return bool(self.pending) or self.closed.is_set()
-
-    def emit(self, message: dict[str, Any]) -> None:
-        self.pending.append(message)
-        self.wake()
-
-    def wake(self) -> None:
-        w = self._wake
-        if w is not None and not w.done():
-            w.set_result(None)
-
-    async def wait(self, timeout: float | None = None) -> None:
-        """Until the next `wake()` (a message, the stream closed, the call done), or `timeout` seconds."""
-        loop = asyncio.get_running_loop()
-        self._wake = wake = loop.create_future()
-        timer = None if timeout is None else loop.call_later(timeout, _wake_up, wake)
-        try:
-            await wake
-        finally:
-            self._wake = None
-            if timer is not None:
-                timer.cancel()
-
-
-def _wake_up(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
 
 
 async def _produce(task: asyncio.Future[dict[str, Any]], outbox: _StreamOutbox, log: StreamLog,

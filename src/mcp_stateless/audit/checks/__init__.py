@@ -1,0 +1,13 @@
+"""The built-in checks, in the order they run: the era probe first (every other check reads its profile), the
+schema check last (it reads every message the others received)."""
+
+from __future__ import annotations
+
+from ..engine import Check
+from . import broken, envelope, era, listen, mrtr, schema, stateless, stdio, tasks
+
+CHECKS: tuple[Check, ...] = (*era.CHECKS, *envelope.CHECKS, *stateless.CHECKS, *mrtr.CHECKS, *listen.CHECKS,
+                             *tasks.CHECKS, *broken.CHECKS,
+                             *stdio.CHECKS, *schema.CHECKS)
+
+__all__ = ["CHECKS"]

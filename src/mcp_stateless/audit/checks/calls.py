@@ -1,0 +1,144 @@
+"""Calls the checks share: what an answer amounts to when two are compared, and MRTR rounds driven to the
+end with made-up but valid input (the auditor plays the user, the model and the file system)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..engine import Context
+from ..wire import FULL_CAPS, Exchange, Message, comparable, excerpt, modern
+
+MAX_ROUNDS = 6
+
+
+def answer(ex: Exchange) -> Any:
+    """What must be equal when the same request is asked twice: the result without `_meta`, or the error code."""
+    if (res := ex.result) is not None:
+        return ("result", comparable(res))
+    if (code := ex.error_code) is not None:
+        return ("error", code)
+    return ("nothing", ex.status)
+
+
+def short(ex: Exchange) -> str:
+    """An answer for a one-line finding: the structured result or first text, else the outcome."""
+    res = ex.result
+    if res is None:
+        return ex.outcome()
+    if "structuredContent" in res:
+        return excerpt(res["structuredContent"], 160)
+    for block in res.get("content") or []:
+        if isinstance(block, dict) and block.get("type") == "text":
+            return excerpt(str(block.get("text")), 160)
+    return excerpt(comparable(res), 160)
+
+
+def _fill(prop: dict[str, Any]) -> Any:
+    if "default" in prop:
+        return prop["default"]
+    if prop.get("enum"):
+        return prop["enum"][0]
+    if prop.get("oneOf"):
+        return prop["oneOf"][0].get("const")
+    typ = prop.get("type")
+    if typ == "boolean":
+        return True
+    if typ in ("number", "integer"):
+        return prop.get("minimum", 1)
+    if typ == "array":
+        items = prop.get("items") or {}
+        first = (items.get("enum") or [c.get("const") for c in items.get("anyOf") or []] or ["audit"])[0]
+        return [first]
+    fmt = prop.get("format")
+    return {"email": "audit@example.com", "uri": "https://example.com/audit", "date": "2026-01-01",
+            "date-time": "2026-01-01T00:00:00Z"}.get(fmt or "", "audit")
+
+
+def input_response(request: dict[str, Any]) -> dict[str, Any]:
+    method, params = request.get("method"), request.get("params") or {}
+    if method == "elicitation/create":
+        if params.get("mode") == "url":
+            return {"action": "accept"}
+        props = (params.get("requestedSchema") or {}).get("properties") or {}
+        return {"action": "accept", "content": {k: _fill(v) for k, v in props.items()}}
+    if method == "sampling/createMessage":
+        return {"role": "assistant", "content": {"type": "text", "text": "audit"}, "model": "mcp-stateless-audit",
+                "stopReason": "endTurn"}
+    return {"roots": [{"uri": "file:///tmp/mcp-audit", "name": "audit"}]}
+
+
+def call(tool: str, arguments: dict[str, Any] | None = None, caps: dict[str, Any] | None = None,
+         **extra: Any) -> Message:
+    return modern("tools/call", {"name": tool, "arguments": arguments or {}, **extra},
+                  caps=FULL_CAPS if caps is None else caps)
+
+
+def retry_of(first: Message, res: dict[str, Any], state: str | None = None) -> Message:
+    """The retry of an MRTR round: the original params, the answers, the state echoed unchanged."""
+    params = {k: v for k, v in first["params"].items() if k not in ("_meta", "inputResponses", "requestState")}
+    reqs = res.get("inputRequests") or {}
+    params["inputResponses"] = {k: input_response(v) for k, v in reqs.items() if isinstance(v, dict)}
+    if state is not None:
+        params["requestState"] = state
+    elif "requestState" in res:
+        params["requestState"] = res["requestState"]
+    if not params["inputResponses"]:
+        del params["inputResponses"]
+    meta = first["params"]["_meta"]
+    return modern(first["method"], params, caps=meta.get("io.modelcontextprotocol/clientCapabilities"))
+
+
+@dataclass
+class Rounds:
+    exchanges: list[Exchange] = field(default_factory=list)
+
+    @property
+    def last(self) -> Exchange:
+        return self.exchanges[-1]
+
+    @property
+    def completed(self) -> bool:
+        res = self.last.result
+        return res is not None and res.get("resultType") == "complete" and not res.get("isError")
+
+
+Between = Callable[[int], Awaitable[None]]
+
+
+async def run_rounds(ctx: Context, first: Message, *, between: Between | None = None) -> Rounds:
+    """Drive an MRTR request to its end, each round on the next instance; `between(n)` runs before retry n."""
+    out = Rounds()
+    msg = first
+    for n in range(MAX_ROUNDS):
+        ex = await ctx.target.send(msg, timeout=ctx.options.call_timeout)
+        out.exchanges.append(ex)
+        res = ex.result
+        if res is None or res.get("resultType") != "input_required":
+            break
+        if between is not None:
+            await between(n + 1)
+        msg = retry_of(first, res)
+    return out
+
+
+async def find_mrtr_tool(ctx: Context) -> tuple[str, dict[str, Any]] | None:
+    """A call that answers with `input_required`: the one `--mrtr-tool` names, else the first argument-free
+    tool that does (preferring one carrying requestState); looked for once per audit."""
+    if ctx.profile.mrtr_searched:
+        return ctx.profile.mrtr
+    candidates = [ctx.options.mrtr_tool] if ctx.options.mrtr_tool else [
+        (t["name"], {}) for t in ctx.probe_tools(limit=30)]
+    found: tuple[str, dict[str, Any]] | None = None
+    for name, args in candidates:
+        ex = await ctx.target.send(call(name, args), timeout=min(ctx.options.call_timeout, 5.0))
+        res = ex.result or {}
+        if res.get("resultType") == "input_required":
+            if found is None:
+                found = (name, args)
+            if "requestState" in res:
+                found = (name, args)
+                break
+    ctx.profile.mrtr, ctx.profile.mrtr_searched = found, True
+    return found

@@ -1,0 +1,176 @@
+"""Step 1 and 2 of the guide: which era the server speaks (and, for a dual-era server, that the legacy leg
+works); the era probe also fills the profile every later check reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...protocol.errors import UNSUPPORTED_PROTOCOL_VERSION
+from ...protocol.versions import LATEST, LEGACY_VERSIONS
+from ..engine import Check, Context, Outcome
+from ..wire import AUDITOR_INFO, Exchange, Message, comparable, modern, next_id
+
+LEGACY = LEGACY_VERSIONS[0]
+
+MIGRATE = (
+    "Migrating to 2026-07-28: accept the per-request envelope (_meta protocolVersion + clientCapabilities on every "
+    "request, -32602 when missing), implement server/discover, put resultType on every result, move session-backed "
+    "data behind explicit handles, turn server→client requests into MRTR input_required results, replace the GET "
+    "stream and resources/subscribe with subscriptions/listen, and answer GET/DELETE with 405. Keep initialize "
+    "behind a legacy branch if 2025 clients must keep working (a dual-era server)."
+)
+
+
+def initialize_request() -> Message:
+    return {"jsonrpc": "2.0", "id": next_id(), "method": "initialize", "params": {
+        "protocolVersion": LEGACY, "capabilities": {}, "clientInfo": AUDITOR_INFO}}
+
+
+async def legacy_probe(ctx: Context) -> tuple[Exchange, dict[str, Any] | None]:
+    """An `initialize` on a connection (or process) of its own; the result when the server took it. On HTTP
+    the session it opened is deleted again."""
+    t = ctx.target
+    msg = initialize_request()
+    if t.kind == "http":
+        ex = await t.send(msg, instance=0, mirror=False, timeout=ctx.options.call_timeout)
+        sid = ex.response_headers.get("mcp-session-id")
+        if sid:
+            await t.send(None, instance=0, http_method="DELETE", headers={"mcp-session-id": sid}, timeout=5)
+    else:
+        async with t.lane() as lane:
+            ex = await lane.send(msg, timeout=5)
+    res = ex.result
+    ok = res is not None and isinstance(res.get("protocolVersion"), str)
+    return ex, res if ok else None
+
+
+async def list_all(ctx: Context, method: str, key: str, *, instance: int | None = 0) -> tuple[list[Any], Exchange]:
+    """Every page of a list method (at most 20 pages)."""
+    items: list[Any] = []
+    cursor: str | None = None
+    ex = Exchange(None)
+    for _ in range(20):
+        ex = await ctx.target.send(modern(method, {"cursor": cursor} if cursor else {}), instance=instance,
+                                   timeout=ctx.options.call_timeout)
+        res = ex.result or {}
+        items.extend(res.get(key) or [])
+        cursor = res.get("nextCursor")
+        if not cursor:
+            break
+    return items, ex
+
+
+async def era(ctx: Context) -> Outcome:
+    t, p = ctx.target, ctx.profile
+    disc = await t.send(modern("server/discover"), instance=0, timeout=ctx.options.call_timeout)
+    res = disc.result
+    is_modern = res is not None and isinstance(res.get("supportedVersions"), list)
+    if res is not None and is_modern:
+        p.versions = [v for v in res["supportedVersions"] if isinstance(v, str)]
+        caps = res.get("capabilities")
+        p.capabilities = caps if isinstance(caps, dict) else {}
+        info = (res.get("_meta") or {}).get("io.modelcontextprotocol/serverInfo")
+        p.server_info = info if isinstance(info, dict) else {}
+    elif disc.error_code == UNSUPPORTED_PROTOCOL_VERSION:
+        is_modern = True
+        p.versions = list((disc.error or {}).get("data", {}).get("supported") or [])
+    legacy, lres = await legacy_probe(ctx)
+    if is_modern and lres is not None:
+        p.era = "dual"
+    elif is_modern:
+        p.era = "modern"
+    elif lres is not None:
+        p.era = "legacy"
+    if p.era in ("modern", "dual"):
+        p.tools, _ = await list_all(ctx, "tools/list", "tools")
+    if p.era == "legacy":
+        info = (lres or {}).get("serverInfo") or {}
+        return Outcome("fail", f"legacy-only server ({info.get('name', '?')}): it answers initialize "
+                               f"({(lres or {}).get('protocolVersion')}) and not server/discover "
+                               f"({disc.outcome()}), so no 2026-07-28 client can use it",
+                       [disc, legacy], MIGRATE)
+    if p.era == "unknown":
+        return Outcome("fail", f"neither era answered: server/discover gave {disc.outcome()}, initialize gave "
+                               f"{legacy.outcome()}", [disc, legacy],
+                       "Serve MCP at this URL (check the path, e.g. /mcp) or command.")
+    if LATEST not in p.versions:
+        return Outcome("fail", f"modern server without {LATEST}: it supports {p.versions}", [disc],
+                       f"Add {LATEST} to the supported versions.")
+    if p.era == "dual":
+        return Outcome("pass", f"dual-era: {LATEST} per request, and {lres and lres.get('protocolVersion')} "
+                               "after initialize", [disc, legacy])
+    return Outcome("pass", f"modern-only {LATEST} server; initialize is refused ({legacy.outcome()})",
+                   [disc, legacy])
+
+
+async def legacy_leg(ctx: Context) -> Outcome:
+    """A dual-era server's legacy branch: initialize, then tools/list inside that session."""
+    if ctx.profile.era != "dual":
+        return Outcome("skip", "skipped: not a dual-era server")
+    t = ctx.target
+    init = initialize_request()
+    if t.kind == "stdio":
+        async with t.lane() as lane:
+            first = await lane.send(init, timeout=ctx.options.call_timeout)
+            await lane.notify({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            listed = await lane.send({"jsonrpc": "2.0", "id": next_id(), "method": "tools/list", "params": {}},
+                                     timeout=ctx.options.call_timeout)
+    else:
+        first = await t.send(init, instance=0, mirror=False, timeout=ctx.options.call_timeout)
+        sid = first.response_headers.get("mcp-session-id", "")
+        version = (first.result or {}).get("protocolVersion", LEGACY)
+        h = {"mcp-protocol-version": version} | ({"mcp-session-id": sid} if sid else {})
+        await t.send({"jsonrpc": "2.0", "method": "notifications/initialized"}, instance=0, mirror=False, headers=h)
+        listed = await t.send({"jsonrpc": "2.0", "id": next_id(), "method": "tools/list", "params": {}},
+                              instance=0, mirror=False, headers=h, timeout=ctx.options.call_timeout)
+        if sid:
+            await t.send(None, instance=0, http_method="DELETE", headers={"mcp-session-id": sid}, timeout=5)
+    tools = (listed.result or {}).get("tools")
+    if not isinstance(tools, list):
+        return Outcome("fail", f"initialize succeeded but tools/list in that session gave {listed.outcome()}",
+                       [first, listed], "Serve the methods a legacy session negotiated after initialize.")
+    names = sorted(x.get("name", "") for x in tools)
+    modern_names = sorted(x.get("name", "") for x in ctx.profile.tools)
+    if names != modern_names:
+        return Outcome("warn", f"the legacy leg lists other tools than the modern one: {names} vs {modern_names}",
+                       [listed])
+    return Outcome("pass", f"legacy session works: initialize then tools/list ({len(names)} tools)",
+                   [first, listed])
+
+
+def _missing(res: dict[str, Any]) -> list[str]:
+    out = []
+    if res.get("resultType") != "complete":
+        out.append(f"resultType is {res.get('resultType')!r}, not 'complete'")
+    if LATEST not in (res.get("supportedVersions") or []):
+        out.append(f"supportedVersions lacks {LATEST}")
+    if not isinstance(res.get("capabilities"), dict):
+        out.append("capabilities is not an object")
+    ttl = res.get("ttlMs")
+    if not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 0:
+        out.append("ttlMs (required, integer ≥ 0) is missing or invalid")
+    if res.get("cacheScope") not in ("public", "private"):
+        out.append("cacheScope (required, public|private) is missing or invalid")
+    return out
+
+
+async def discover(ctx: Context) -> Outcome:
+    ex = await ctx.target.send(modern("server/discover"), timeout=ctx.options.call_timeout)
+    res = ex.result
+    if res is None:
+        return Outcome("fail", f"server/discover gave {ex.outcome()}", [ex], "Implement server/discover.")
+    problems = _missing(res)
+    if problems:
+        return Outcome("fail", "server/discover result: " + "; ".join(problems), [ex],
+                       "Return resultType 'complete', supportedVersions, capabilities, ttlMs and cacheScope.")
+    if comparable(res) is None:
+        return Outcome("fail", "empty discover result", [ex])
+    return Outcome("pass", f"server/discover: versions {res['supportedVersions']}, capabilities "
+                           f"{sorted(res['capabilities'])}", [ex])
+
+
+CHECKS = (
+    Check("era", 1, "Era: server/discover and the legacy initialize probe", era, needs=frozenset()),
+    Check("era.legacy-leg", 1, "Dual-era: the legacy branch still serves 2025 clients", legacy_leg),
+    Check("discover", 2, "server/discover advertises versions, capabilities and cache hints", discover),
+)

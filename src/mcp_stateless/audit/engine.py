@@ -1,0 +1,156 @@
+"""The check engine: each check is data (id, migration-guide step or test, title, what it needs) plus a run
+function over the audit `Context`; `run_checks` runs them in order, each bounded in time, and turns every
+outcome, a crash of the check included, into a `Result` with its evidence and the fix."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .targets import Target
+from .wire import Exchange
+
+Status = Literal["pass", "fail", "warn", "skip"]
+# Where a check belongs: a step (1–9) of the migration guide's "migrate each concern", or one of its tests.
+Step = int | Literal["balancer", "stdio", "restart", "broken-stream"]
+# What a check needs of the target: modern, http, stdio, instances (two or more), restart, calls (tool calls on).
+NEEDS = frozenset({"modern", "http", "stdio", "instances", "restart", "calls"})
+
+
+@dataclass
+class Outcome:
+    """What a check found: `fix` is the concrete change that makes a failing check pass."""
+
+    status: Status
+    finding: str
+    evidence: list[Exchange] = field(default_factory=list)
+    fix: str = ""
+
+
+@dataclass(frozen=True)
+class Check:
+    id: str
+    step: Step
+    title: str
+    run: Callable[[Context], Awaitable[Outcome]]
+    needs: frozenset[str] = frozenset({"modern"})
+    timeout: float = 45.0
+
+
+@dataclass
+class Result:
+    id: str
+    step: Step
+    title: str
+    status: Status
+    finding: str
+    evidence: list[dict[str, Any]]
+    fix: str
+    seconds: float
+
+
+@dataclass
+class Profile:
+    """What the era probe learned, shared by every check."""
+
+    era: Literal["modern", "dual", "legacy", "unknown"] = "unknown"
+    versions: list[str] = field(default_factory=list)
+    capabilities: dict[str, Any] = field(default_factory=dict)
+    server_info: dict[str, Any] = field(default_factory=dict)
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    mrtr: tuple[str, dict[str, Any]] | None = None  # a call that asks for input, once looked for
+    mrtr_searched: bool = False
+    task_tool: tuple[str, dict[str, Any]] | None = None  # a call that became a task
+
+
+@dataclass
+class Options:
+    calls: bool = True  # may the auditor call tools that take no arguments?
+    exclude: frozenset[str] = frozenset()
+    max_probe_tools: int = 12
+    call_timeout: float = 10.0
+    listen_triggers: tuple[str, ...] = ()  # tools that change a list, for the listen check
+    task_tool: tuple[str, dict[str, Any]] | None = None  # a call that becomes a task, for the tasks checks
+    mrtr_tool: tuple[str, dict[str, Any]] | None = None  # a call that asks for input, for the mrtr checks
+
+
+@dataclass
+class Context:
+    target: Target
+    options: Options = field(default_factory=Options)
+    profile: Profile = field(default_factory=Profile)
+    flows: list[Any] = field(default_factory=list)
+
+    def probe_tools(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """Tools the auditor may call to stand for "unrelated earlier calls": no required arguments, not
+        declared destructive, not excluded, at most `max_probe_tools`."""
+        if not self.options.calls:
+            return []
+        out = []
+        for t in self.profile.tools:
+            schema = t.get("inputSchema") or {}
+            ann = t.get("annotations") or {}
+            task = ((t.get("execution") or {}).get("taskSupport"))
+            if schema.get("required") or ann.get("destructiveHint") is True or task == "required":
+                continue
+            if t.get("name") in self.options.exclude:
+                continue
+            out.append(t)
+        return out[: limit or self.options.max_probe_tools]
+
+
+def unmet(check: Check, ctx: Context) -> str | None:
+    """Why a check cannot run against this target, or None."""
+    t, p = ctx.target, ctx.profile
+    if "modern" in check.needs and p.era not in ("modern", "dual"):
+        return "the server does not speak 2026-07-28" if p.era == "legacy" else "the era probe failed"
+    if "http" in check.needs and t.kind != "http":
+        return "HTTP only"
+    if "stdio" in check.needs and t.kind != "stdio":
+        return "stdio only (use --stdio)"
+    if "instances" in check.needs and t.instances < 2:
+        return "needs two or more instances (several URLs, or --launch … --instances N)"
+    if "restart" in check.needs and not t.can_restart:
+        return "needs instances the auditor can restart (--launch or --stdio)"
+    if "calls" in check.needs and not ctx.options.calls:
+        return "tool calls are off (--no-calls)"
+    return None
+
+
+async def run_check(check: Check, ctx: Context) -> Result:
+    start = time.monotonic()
+    reason = unmet(check, ctx)
+    if reason is not None:
+        outcome = Outcome("skip", f"skipped: {reason}")
+    else:
+        try:
+            async with asyncio.timeout(check.timeout):
+                outcome = await check.run(ctx)
+        except TimeoutError:
+            outcome = Outcome("fail", f"the check did not finish within {check.timeout:g} s: the server stopped "
+                                      "answering", fix="Every request must be answered (or refused) promptly.")
+        except Exception as e:  # a check that crashed must not take the audit down with it
+            outcome = Outcome("warn", f"the check could not complete: {type(e).__name__}: {e}")
+    return Result(check.id, check.step, check.title, outcome.status, outcome.finding,
+                  [x.evidence() for x in outcome.evidence[:6]], outcome.fix, round(time.monotonic() - start, 3))
+
+
+Progress = Callable[[Check, Result | None], None]
+
+
+async def run_checks(checks: Sequence[Check], ctx: Context, progress: Progress | None = None) -> list[Result]:
+    results = []
+    for check in checks:
+        if progress:
+            progress(check, None)
+        r = await run_check(check, ctx)
+        results.append(r)
+        if progress:
+            progress(check, r)
+    return results
+
+
+__all__ = ["NEEDS", "Check", "Context", "Options", "Outcome", "Profile", "Result", "Status", "Step", "run_checks"]

@@ -1,0 +1,88 @@
+"""The audit report: one JSON object (`target`, `summary`, `checks`; its schema ships as
+`report.schema.json`), a Markdown rendering for a pull-request comment, and JUnit XML for CI."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from importlib import resources
+from typing import Any
+from xml.etree import ElementTree as ET
+
+from .engine import Profile, Result
+from .targets import Target
+
+STEP_NAMES = {
+    1: "envelope", 2: "discover", 3: "results", 4: "hidden state", 5: "MRTR", 6: "listen", 7: "HTTP routing",
+    8: "failure behaviour", 9: "authentication", "balancer": "balancer test", "stdio": "stdio test",
+    "restart": "restart test", "broken-stream": "broken-stream test",
+}
+
+
+def report(target: Target, profile: Profile, results: list[Result], seconds: float) -> dict[str, Any]:
+    counts = {s: sum(r.status == s for r in results) for s in ("pass", "fail", "warn", "skip")}
+    t: dict[str, Any] = {"kind": target.kind, "description": target.description, "instances": target.instances,
+                         "era": profile.era, "versions": profile.versions}
+    if profile.server_info:
+        t["serverInfo"] = profile.server_info
+    return {"target": t, "summary": {**counts, "seconds": round(seconds, 3), "ok": counts["fail"] == 0},
+            "checks": [asdict(r) for r in results]}
+
+
+def report_schema() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(resources.files(__package__).joinpath("report.schema.json").read_text())
+    return data
+
+
+def step_label(step: Any) -> str:
+    return f"step {step} ({STEP_NAMES[step]})" if isinstance(step, int) else STEP_NAMES.get(step, str(step))
+
+
+_ICON = {"pass": "✅", "fail": "❌", "warn": "⚠️", "skip": "⏭️"}
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(rep: dict[str, Any]) -> str:
+    s, t = rep["summary"], rep["target"]
+    head = "passed" if s["ok"] else "found problems"
+    lines = [f"### mcp-stateless audit {head}", "",
+             f"`{_md(t['description'])}` — era **{t['era']}**, {t['instances']} instance(s); "
+             f"{s['pass']} passed, {s['fail']} failed, {s['warn']} warnings, {s['skip']} skipped in {s['seconds']} s",
+             "", "| | check | where | finding |", "|---|---|---|---|"]
+    for c in rep["checks"]:
+        lines.append(f"| {_ICON[c['status']]} | `{c['id']}` | {step_label(c['step'])} | {_md(c['finding'])} |")
+    failing = [c for c in rep["checks"] if c["status"] in ("fail", "warn") and (c["fix"] or c["evidence"])]
+    for c in failing:
+        lines += ["", f"#### `{c['id']}` — {_md(c['title'])}", "", c["finding"]]
+        if c["fix"]:
+            lines += ["", f"**Fix:** {c['fix']}"]
+        if c["evidence"]:
+            lines += ["", "<details><summary>evidence</summary>", "", "```json",
+                      json.dumps(c["evidence"][:3], indent=2, ensure_ascii=False), "```", "</details>"]
+    return "\n".join(lines) + "\n"
+
+
+def to_junit(rep: dict[str, Any]) -> str:
+    s = rep["summary"]
+    suites = ET.Element("testsuites", name="mcp-stateless audit")
+    suite = ET.SubElement(suites, "testsuite", name=rep["target"]["description"], tests=str(len(rep["checks"])),
+                          failures=str(s["fail"]), errors="0", skipped=str(s["skip"]), time=str(s["seconds"]))
+    for c in rep["checks"]:
+        case = ET.SubElement(suite, "testcase", name=c["id"], classname=f"audit.{step_label(c['step'])}",
+                             time=str(c["seconds"]))
+        if c["status"] == "fail":
+            node = ET.SubElement(case, "failure", message=c["finding"], type=str(c["step"]))
+            node.text = f"{c['finding']}\n\nFix: {c['fix']}\n\nEvidence:\n{json.dumps(c['evidence'], indent=2)}"
+        elif c["status"] == "skip":
+            ET.SubElement(case, "skipped", message=c["finding"])
+        else:
+            out = ET.SubElement(case, "system-out")
+            out.text = c["finding"]
+    ET.indent(suites)
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+__all__ = ["report", "report_schema", "step_label", "to_junit", "to_markdown"]
