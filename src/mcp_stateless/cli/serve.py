@@ -11,10 +11,10 @@ import argparse
 import logging
 import os
 import socket
-import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from . import logs
 from .base import CliError
 from .config import (
     DEFAULT_BODY_TIMEOUT,
@@ -25,6 +25,7 @@ from .config import (
     DEFAULT_MAX_INFLIGHT,
     DEFAULT_TOOL_THREADS,
     LEGACY_MODES,
+    LOG_FORMATS,
     LOG_LEVELS,
     ServeConfig,
 )
@@ -115,6 +116,9 @@ def register(sub: Any) -> None:
     add_legacy_options(s)
     s.add_argument("--log-level", default="info", choices=LOG_LEVELS,
                    help="server log level (logs go to stderr)")
+    s.add_argument("--log-format", default="text", choices=LOG_FORMATS,
+                   help="text (default) or json: one object per line with time, level, logger, message and "
+                        "the record's fields (tokens scrubbed)")
     auth = s.add_argument_group("authorization (OAuth 2.1 resource server; needs the 'auth' extra)")
     auth.add_argument("--auth-issuer", action="append", default=[], metavar="URL",
                       help="a trusted authorization server (repeatable); also MCP_STATELESS_AUTH_ISSUERS "
@@ -157,9 +161,9 @@ def legacy_options(args: argparse.Namespace, environ: Mapping[str, str]) -> dict
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    return serve(config_from_args(args))
+    config = config_from_args(args)
+    logs.configure(config.log_level, config.log_format)
+    return serve(config)
 
 
 def config_from_args(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> ServeConfig:
@@ -192,6 +196,7 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str] = os.e
         "allowed_origins": tuple(args.allowed_origin),
         "max_body": args.max_body,
         "log_level": args.log_level,
+        "log_format": args.log_format,
         "idle_timeout": args.idle_timeout,
         "header_timeout": args.header_timeout,
         "body_timeout": args.body_timeout,
@@ -245,7 +250,8 @@ def serve(config: ServeConfig) -> int:
     from ..transports.edge import EdgeLimits
 
     limits = EdgeLimits(config.idle_timeout, config.header_timeout, config.body_timeout, config.max_connections)
-    edge: dict[str, Any] = {"log_level": config.log_level, "limits": limits, "tool_threads": config.tool_threads}
+    edge: dict[str, Any] = {"log_level": config.log_level, "limits": limits, "tool_threads": config.tool_threads,
+                            "uvicorn_logging": config.log_format == "text"}
     if config.workers == 1:
         return serve_http.run(_transport(config, app), host=config.host, port=config.port, **edge)
     config.to_env()
@@ -255,6 +261,7 @@ def serve(config: ServeConfig) -> int:
 def worker_transport() -> HttpTransport:
     """The uvicorn factory each worker process calls: the parent's config, the same app."""
     config = ServeConfig.from_env()
+    logs.configure(config.log_level, config.log_format)
     return _transport(config, open_app(config))
 
 
