@@ -116,6 +116,11 @@ def register(sub: Any) -> None:
     add_legacy_options(s)
     s.add_argument("--log-level", default="info", choices=LOG_LEVELS,
                    help="server log level (logs go to stderr)")
+    s.add_argument("--reload", action="store_true",
+                   help="development: restart the server when a .py file of the app's directory (or package) "
+                        "changes; needs the 'reload' extra; HTTP only")
+    s.add_argument("--reload-dir", action="append", default=[], metavar="DIR",
+                   help="watch this directory instead (repeatable)")
     s.add_argument("--log-format", default="text", choices=LOG_FORMATS,
                    help="text (default) or json: one object per line with time, level, logger, message and "
                         "the record's fields (tokens scrubbed)")
@@ -163,6 +168,10 @@ def legacy_options(args: argparse.Namespace, environ: Mapping[str, str]) -> dict
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     logs.configure(config.log_level, config.log_format)
+    if args.reload:
+        from .reload import supervise
+
+        return supervise(config, args.reload_dir)
     return serve(config)
 
 
@@ -245,7 +254,7 @@ def serve(config: ServeConfig) -> int:
         return serve_stdio(app, out_fd, legacy=_legacy(config, app), tool_threads=config.tool_threads,
                            max_inflight=config.max_inflight, legacy_until=_retirement(config))
     app = open_app(config)  # fail fast on a bad APP, even with several workers
-    _check_port_free(config.host, config.port)
+    check_port_free(config.host, config.port)
     from ..transports import serve_http
     from ..transports.edge import EdgeLimits
 
@@ -362,7 +371,7 @@ def _use_state(app: App, config: ServeConfig) -> None:
     log.debug("state: %s", redact(spec))
 
 
-def _check_port_free(host: str, port: int) -> None:
+def check_port_free(host: str, port: int) -> None:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
