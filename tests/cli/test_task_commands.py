@@ -179,11 +179,17 @@ def completing_app(tmp_path_factory: pytest.TempPathFactory) -> str:
     return f"{sys.executable} -m mcp_stateless.cli serve {path}:app --stdio --state memory://"
 
 
+def test_complete_over_http_option_after_target(url: str) -> None:
+    r = cli("complete", url, "--prompt", "test_prompt_with_arguments", "arg1=pa")
+    assert (r.returncode, r.stdout, r.stderr) == (0, "paris\npark\nparty\n", "")
+
+
 def test_complete_prompt_argument() -> None:
     r = cli("complete", "--stdio", FIXTURES, "--prompt", "test_prompt_with_arguments", "arg1=par")
     assert (r.returncode, r.stdout, r.stderr) == (0, "paris\npark\nparty\n", "")
     r = cli("complete", "--stdio", FIXTURES, "--prompt", "test_prompt_with_arguments", "arg2=", "--context",
             "arg1=paris", "--json")
+    assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == {"values": ["red", "green", "blue"]}
 
 
@@ -198,9 +204,12 @@ def test_complete_resource_template(completing_app: str) -> None:
 
 
 @pytest.mark.parametrize(("args", "err", "status"), [
-    (["--prompt", "test_prompt_with_arguments"], "mcp-stateless: error: complete takes one ARG=PARTIAL (the "
-     "argument being typed)\n", 2),
-    (["--prompt", "test_prompt_with_arguments", "=x"], "mcp-stateless: error: expected ARG=PARTIAL, got '=x'\n", 2),
+    (["--prompt", "test_prompt_with_arguments"], "mcp-stateless complete: error: argument --prompt: expected 2 "
+     "arguments (see `mcp-stateless complete --help`)\n", 2),
+    (["--prompt", "test_prompt_with_arguments", "=x"],
+     "mcp-stateless: error: expected ARG=PARTIAL after 'test_prompt_with_arguments', got '=x'\n", 2),
+    (["--prompt", "test_prompt_with_arguments", "arg1"],
+     "mcp-stateless: error: expected ARG=PARTIAL after 'test_prompt_with_arguments', got 'arg1'\n", 2),
     (["--prompt", "nope", "a=b"], "mcp-stateless: server error -32602: Unknown prompt: nope\n", 1),
 ])
 def test_complete_mistakes(args: list[str], err: str, status: int) -> None:

@@ -43,8 +43,8 @@ _USAGE = {
     "read": ("read a resource", "URI"),
     "prompt": ("get a prompt: prompt TARGET NAME key=value …", "NAME [KEY=VALUE ...]"),
     "listen": ("print change notifications until interrupted", ""),
-    "complete": ("complete an argument: complete TARGET --prompt NAME (or --resource TEMPLATE) ARG=PARTIAL",
-                 "ARG=PARTIAL"),
+    "complete": ("complete an argument: complete TARGET --prompt NAME ARG=PARTIAL (or --resource TEMPLATE "
+                 "VAR=PARTIAL)", ""),
 }
 
 
@@ -67,9 +67,11 @@ def register(sub: Any) -> None:
                                 "id at once (then `task wait TARGET ID`)")
         if name == "complete":
             ref = p.add_mutually_exclusive_group(required=True)
-            ref.add_argument("--prompt", metavar="NAME", help="complete an argument of this prompt")
-            ref.add_argument("--resource", metavar="TEMPLATE",
-                             help="complete a variable of this resource template, e.g. 'file:///{path}'")
+            # Two values each: argparse cannot take a positional after an option once TARGET was matched.
+            ref.add_argument("--prompt", nargs=2, metavar=("NAME", "ARG=PARTIAL"),
+                             help="complete the argument ARG of this prompt, typed so far as PARTIAL")
+            ref.add_argument("--resource", nargs=2, metavar=("TEMPLATE", "VAR=PARTIAL"),
+                             help="complete a variable of this resource template, e.g. 'file:///{path}' path=src/")
             p.add_argument("--context", action="append", default=[], metavar="KEY=VALUE",
                            help="an argument already given (repeatable)")
 
@@ -88,10 +90,6 @@ def _positionals(args: Any) -> None:
         if len(pos) != 1:
             raise CliError(f"task {args.action} takes one task ID")
         args.task_id = pos.pop()
-    elif cmd == "complete":
-        if len(pos) != 1:
-            raise CliError("complete takes one ARG=PARTIAL (the argument being typed)")
-        args.argument = pos.pop()
     elif cmd in ("call", "prompt", "read"):
         if not pos:
             raise CliError(f"{cmd} needs {_USAGE[cmd][1].split()[0]}")
@@ -243,11 +241,12 @@ async def _run(args: Any) -> int:
                     for line in _content([m.get("content")]):
                         print(f"{m.get('role', '?')}: {line}")
         elif cmd == "complete":
-            name, _, partial = args.argument.partition("=")
-            if not name:
-                raise CliError(f"expected ARG=PARTIAL, got {args.argument!r}")
-            ref = ({"type": "ref/prompt", "name": args.prompt} if args.prompt is not None
-                   else {"type": "ref/resource", "uri": args.resource})
+            target, argument = args.prompt or args.resource
+            name, sep, partial = argument.partition("=")
+            if not sep or not name:
+                raise CliError(f"expected ARG=PARTIAL after {target!r}, got {argument!r}")
+            ref = ({"type": "ref/prompt", "name": target} if args.prompt is not None
+                   else {"type": "ref/resource", "uri": target})
             context = parse_kv(args.context, strings=True)
             result = await c.complete(ref, {"name": name, "value": partial},
                                       {"arguments": context} if context else None)
