@@ -83,6 +83,15 @@ def test_failed_and_tool_error_outcomes(url: str) -> None:
         1, "", "mcp-stateless: server error -32603: Simulated protocol error in a task\n")
 
 
+def test_wait_answers_the_tasks_input_request(url: str) -> None:
+    """The task parks in input_required; `wait` answers through the same handler as `call` (stdin is not a
+    terminal here, so the elicitation is declined) and the task finishes with that answer."""
+    tid = start_task(url, "confirm_delete", "filename=notes.txt")
+    r = cli("task", "wait", url, tid, "--wait-timeout", "30")
+    assert (r.returncode, r.stdout) == (0, "Kept notes.txt\n"), r.stderr
+    assert r.stderr.startswith("? Delete notes.txt?\n")
+
+
 def test_wait_timeout_leaves_the_task_running(url: str) -> None:
     tid = start_task(url, "slow_compute", "seconds=30")
     r = cli("task", "wait", url, tid, "--wait-timeout", "0.3")
