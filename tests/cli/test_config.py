@@ -169,8 +169,15 @@ def test_workers_get_the_whole_config() -> None:
 def test_config_fields_are_all_plain_data() -> None:
     """Everything must survive JSON for the workers: no field may hold an object."""
     for f in dataclasses.fields(ServeConfig):
-        assert f.type in {"str", "int", "float", "bool", "Transport", "LogLevel", "LegacyMode", "str | None",
-                          "int | None", "tuple[str, ...]"}, f
+        assert f.type in {"str", "int", "float", "bool", "Transport", "LogLevel", "LogFormat", "LegacyMode",
+                          "str | None", "int | None", "tuple[str, ...]"}, f
+
+
+def test_log_format_reaches_the_config_and_the_workers() -> None:
+    assert parse("a:app", "--stdio").log_format == "text"
+    config = parse("a:app", "--http", "127.0.0.1:1", "--log-format", "json")
+    assert config.log_format == "json"
+    assert ServeConfig.from_json(config.to_json()) == config
 
 
 def test_the_legacy_options_reach_the_config_and_survive_the_trip_to_workers() -> None:

@@ -48,6 +48,17 @@ def test_client_commands_load_no_server_stack() -> None:
     assert modules_after(code) == []
 
 
+def test_complete_task_and_install_load_no_server_stack() -> None:
+    fixtures = f"{sys.executable} -m mcp_stateless.cli serve examples/conformance_server.py:app --stdio " \
+               "--state memory://"
+    code = ("from mcp_stateless.cli import main\n"
+            f"assert main(['complete', '--stdio', {fixtures!r}, '--prompt', 'test_prompt_with_arguments', "
+            "'arg1=p']) == 0\n"
+            f"assert main(['task', 'get', '--stdio', {fixtures!r}, 'tsk_unknown']) == 1\n"
+            "assert main(['install', 'cursor', 'examples/echo.py:app', '--print']) == 0\n")
+    assert modules_after(code) == []
+
+
 def test_the_probe_sees_the_server_stack_when_it_is_loaded() -> None:
     """The check above can fail: serving does import the stack."""
     loaded = modules_after("from mcp_stateless.cli.loader import load_app\nload_app('examples/echo.py:app')")

@@ -1,4 +1,4 @@
-"""Client commands of `mcp-stateless`: discover, tools, call, read, prompt, listen.
+"""Client commands of `mcp-stateless`: discover, tools, call, read, prompt, listen, complete.
 
 Over HTTP they send the token `mcp-stateless login` stored for the server, if any.
 
@@ -14,16 +14,19 @@ import contextlib
 import json
 import logging
 import sys
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
+from . import progress
 from .base import CliError
 from .login import token_store_option
+from .progress import StatusLine
 
 if TYPE_CHECKING:
     from ..client import Client, ListenEvent
 
 
-def _target(p: argparse.ArgumentParser) -> None:
+def add_target(p: argparse.ArgumentParser) -> None:
     p.add_argument("target", nargs="?", metavar="TARGET", help="server URL, e.g. http://127.0.0.1:8000/mcp")
     p.add_argument("--stdio", metavar="COMMAND", help='spawn the server, e.g. --stdio "python server.py"')
     p.add_argument("--version", dest="protocol_version", default="auto",
@@ -40,6 +43,8 @@ _USAGE = {
     "read": ("read a resource", "URI"),
     "prompt": ("get a prompt: prompt TARGET NAME key=value …", "NAME [KEY=VALUE ...]"),
     "listen": ("print change notifications until interrupted", ""),
+    "complete": ("complete an argument: complete TARGET --prompt NAME ARG=PARTIAL (or --resource TEMPLATE "
+                 "VAR=PARTIAL)", ""),
 }
 
 
@@ -47,12 +52,28 @@ def register(sub: Any) -> None:
     for name, (help_, rest) in _USAGE.items():
         p = sub.add_parser(name, help=help_, description=help_ + ". TARGET is a URL or --stdio COMMAND.")
         p.set_defaults(run=run)
-        _target(p)
+        add_target(p)
         if rest:
             p.add_argument("rest", nargs="*", metavar=rest)
         if name == "listen":
             p.add_argument("--uri", action="append", default=[], help="also subscribe to updates of this resource")
             p.add_argument("--count", type=int, default=None, help="stop after this many events")
+        if name == "call":
+            p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                           help="draw the server's progress notifications on stderr (default: when stderr is "
+                                "a terminal)")
+            p.add_argument("--task", action="store_true",
+                           help="declare the tasks extension: a tool that can run as a task answers with its "
+                                "id at once (then `task wait TARGET ID`)")
+        if name == "complete":
+            ref = p.add_mutually_exclusive_group(required=True)
+            # Two values each: argparse cannot take a positional after an option once TARGET was matched.
+            ref.add_argument("--prompt", nargs=2, metavar=("NAME", "ARG=PARTIAL"),
+                             help="complete the argument ARG of this prompt, typed so far as PARTIAL")
+            ref.add_argument("--resource", nargs=2, metavar=("TEMPLATE", "VAR=PARTIAL"),
+                             help="complete a variable of this resource template, e.g. 'file:///{path}' path=src/")
+            p.add_argument("--context", action="append", default=[], metavar="KEY=VALUE",
+                           help="an argument already given (repeatable)")
 
 
 def _positionals(args: Any) -> None:
@@ -65,7 +86,11 @@ def _positionals(args: Any) -> None:
     else:
         args.target = None
     cmd = args.command
-    if cmd in ("call", "prompt", "read"):
+    if cmd == "task":
+        if len(pos) != 1:
+            raise CliError(f"task {args.action} takes one task ID")
+        args.task_id = pos.pop()
+    elif cmd in ("call", "prompt", "read"):
         if not pos:
             raise CliError(f"{cmd} needs {_USAGE[cmd][1].split()[0]}")
         first = pos.pop(0)
@@ -113,11 +138,19 @@ def _elicit_tty(params: dict[str, Any]) -> dict[str, Any]:
     return {"action": "accept", "content": content}
 
 
-def _client(args: Any) -> Client:
+def open_client(args: Any, *, tasks: bool = False, line: StatusLine | None = None) -> Client:
+    """The client TARGET names. `line`, a progress line being drawn, is erased before a question is asked."""
     from ..client import Client
 
     _positionals(args)
-    kw: dict[str, Any] = {"version": args.protocol_version, "timeout": args.timeout, "elicitation": _elicit_tty}
+
+    def elicit(params: dict[str, Any]) -> dict[str, Any]:
+        if line is not None:
+            line.close()
+        return _elicit_tty(params)
+
+    kw: dict[str, Any] = {"version": args.protocol_version, "timeout": args.timeout, "elicitation": elicit,
+                          "tasks": tasks}
     if args.stdio is not None:
         return Client(stdio=args.stdio, **kw)
     from ..client.oauth import FileTokenStore, OAuth
@@ -153,8 +186,9 @@ def _content(blocks: Any) -> list[str]:
 async def _run(args: Any) -> int:
     from ..client import Acknowledged, ListenEnded
 
-    async with _client(args) as c:
-        cmd = args.command
+    cmd = args.command
+    bar = StatusLine() if cmd == "call" and progress.wanted(args.progress) else None
+    async with open_client(args, tasks=cmd == "call" and args.task, line=bar) as c:
         if cmd == "discover":
             d = await c.discover()
             if args.json:
@@ -178,15 +212,16 @@ async def _run(args: Any) -> int:
                                     if isinstance(v, dict))
                     print(f"{t['name']}({sig})" + (f"  — {t['description']}" if t.get("description") else ""))
         elif cmd == "call":
-            result = await c.call_tool(args.tool, parse_kv(args.args))
-            if args.json:
-                _dump(result)
-            else:
-                for line in _content(result.get("content")):
-                    print(line)
-                if "structuredContent" in result and not result.get("content"):
-                    print(json.dumps(result["structuredContent"], ensure_ascii=False))
-            return 1 if result.get("isError") else 0
+            try:
+                handle = await c.start_tool(args.tool, parse_kv(args.args),
+                                            progress=bar.progress if bar is not None else None)
+            finally:
+                if bar is not None:
+                    bar.close()
+            if handle.task_id is not None:
+                print_task(handle.task, args.json)
+                return 0
+            return print_result(await handle.wait(), args.json)
         elif cmd == "read":
             result = await c.read_resource(args.uri)
             if args.json:
@@ -205,6 +240,27 @@ async def _run(args: Any) -> int:
                 for m in result.get("messages") or []:
                     for line in _content([m.get("content")]):
                         print(f"{m.get('role', '?')}: {line}")
+        elif cmd == "complete":
+            target, argument = args.prompt or args.resource
+            name, sep, partial = argument.partition("=")
+            if not sep or not name:
+                raise CliError(f"expected ARG=PARTIAL after {target!r}, got {argument!r}")
+            ref = ({"type": "ref/prompt", "name": target} if args.prompt is not None
+                   else {"type": "ref/resource", "uri": target})
+            context = parse_kv(args.context, strings=True)
+            result = await c.complete(ref, {"name": name, "value": partial},
+                                      {"arguments": context} if context else None)
+            completion = result.get("completion") or {}
+            if args.json:
+                _dump(completion)
+            else:
+                values = completion.get("values") or []
+                for v in values:
+                    print(v)
+                if completion.get("hasMore"):
+                    total = completion.get("total")
+                    print(f"({len(values)} shown" + (f" of {total})" if isinstance(total, int) else ", more exist)"),
+                          file=sys.stderr)
         elif cmd == "listen":
             n = 0
             async with c.listen(tools=True, prompts=True, resources=True, resource_uris=args.uri or None) as sub:
@@ -217,6 +273,27 @@ async def _run(args: Any) -> int:
                         if args.count is not None and n >= args.count:
                             break
     return 0
+
+
+def print_result(result: dict[str, Any], as_json: bool) -> int:
+    """A CallToolResult on stdout; the exit status says whether the tool reported an error."""
+    if as_json:
+        _dump(result)
+    else:
+        for line in _content(result.get("content")):
+            print(line)
+        if "structuredContent" in result and not result.get("content"):
+            print(json.dumps(result["structuredContent"], ensure_ascii=False))
+    return 1 if result.get("isError") else 0
+
+
+def print_task(task: dict[str, Any], as_json: bool) -> None:
+    """A task as `call --task` and `task get` show it: the whole object with --json, else its id and status."""
+    if as_json:
+        _dump(task)
+        return
+    message = task.get("statusMessage")
+    print(f"task {task.get('taskId')}: {task.get('status')}" + (f" ({message})" if message else ""))
 
 
 def _print_event(ev: ListenEvent, as_json: bool) -> None:
@@ -238,19 +315,23 @@ def _print_event(ev: ListenEvent, as_json: bool) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """One client command; usage mistakes raise `CliError` (exit status 2), failures exit 1."""
+    return drive(_run(args))
+
+
+def drive(command: Coroutine[Any, Any, int]) -> int:
+    """Run one client command; usage mistakes raise `CliError` (exit status 2), failures exit 1."""
     import asyncio
 
-    from ..client import ChannelError, ClientError
+    from ..client import ChannelError, ClientError, TaskCancelled
     from ..protocol.errors import McpError
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     try:
-        return asyncio.run(_run(args))
+        return asyncio.run(command)
     except McpError as e:
         print(f"mcp-stateless: server error {e.code}: {e.message}", file=sys.stderr)
         return 1
-    except (ClientError, ChannelError, TimeoutError, ValueError) as e:
+    except (ClientError, ChannelError, TaskCancelled, TimeoutError, ValueError) as e:
         print(f"mcp-stateless: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -32,6 +32,8 @@ DEFAULT_MAX_INFLIGHT = 32
 Transport = Literal["stdio", "http"]
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
 LOG_LEVELS: tuple[LogLevel, ...] = ("debug", "info", "warning", "error", "critical")
+LogFormat = Literal["text", "json"]
+LOG_FORMATS: tuple[LogFormat, ...] = ("text", "json")
 LegacyMode = Literal["serve", "reject"]
 LEGACY_MODES: tuple[LegacyMode, ...] = ("serve", "reject")
 
@@ -68,6 +70,7 @@ class ServeConfig:
     instance_name: str | None = None
     max_body: int = DEFAULT_MAX_BODY
     log_level: LogLevel = "info"
+    log_format: LogFormat = "text"
     legacy: LegacyMode = "serve"
     legacy_sse: bool = False
     legacy_until: str | None = None

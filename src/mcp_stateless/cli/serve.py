@@ -11,10 +11,10 @@ import argparse
 import logging
 import os
 import socket
-import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from . import logs
 from .base import CliError
 from .config import (
     DEFAULT_BODY_TIMEOUT,
@@ -25,6 +25,7 @@ from .config import (
     DEFAULT_MAX_INFLIGHT,
     DEFAULT_TOOL_THREADS,
     LEGACY_MODES,
+    LOG_FORMATS,
     LOG_LEVELS,
     ServeConfig,
 )
@@ -120,6 +121,14 @@ def register(sub: Any) -> None:
                         "HOST:PORT, on a listener of their own there (the way for --stdio)")
     s.add_argument("--log-level", default="info", choices=LOG_LEVELS,
                    help="server log level (logs go to stderr)")
+    s.add_argument("--reload", action="store_true",
+                   help="development: restart the server when a .py file of the app's directory (or package) "
+                        "changes; needs the 'reload' extra; HTTP only")
+    s.add_argument("--reload-dir", action="append", default=[], metavar="DIR",
+                   help="watch this directory instead (repeatable)")
+    s.add_argument("--log-format", default="text", choices=LOG_FORMATS,
+                   help="text (default) or json: one object per line with time, level, logger, message and "
+                        "the record's fields (tokens scrubbed)")
     auth = s.add_argument_group("authorization (OAuth 2.1 resource server; needs the 'auth' extra)")
     auth.add_argument("--auth-issuer", action="append", default=[], metavar="URL",
                       help="a trusted authorization server (repeatable); also MCP_STATELESS_AUTH_ISSUERS "
@@ -162,9 +171,13 @@ def legacy_options(args: argparse.Namespace, environ: Mapping[str, str]) -> dict
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    return serve(config_from_args(args))
+    config = config_from_args(args)
+    logs.configure(config.log_level, config.log_format)
+    if args.reload:
+        from .reload import supervise
+
+        return supervise(config, args.reload_dir)
+    return serve(config)
 
 
 def config_from_args(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> ServeConfig:
@@ -204,6 +217,7 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str] = os.e
         "allowed_origins": tuple(args.allowed_origin),
         "max_body": args.max_body,
         "log_level": args.log_level,
+        "log_format": args.log_format,
         "idle_timeout": args.idle_timeout,
         "header_timeout": args.header_timeout,
         "body_timeout": args.body_timeout,
@@ -255,12 +269,13 @@ def serve(config: ServeConfig) -> int:
         return serve_stdio(app, out_fd, legacy=legacy, tool_threads=config.tool_threads,
                            max_inflight=config.max_inflight, legacy_until=_retirement(config))
     app = open_app(config)  # fail fast on a bad APP, even with several workers
-    _check_port_free(config.host, config.port)
+    check_port_free(config.host, config.port)
     from ..transports import serve_http
     from ..transports.limits import EdgeLimits
 
     limits = EdgeLimits(config.idle_timeout, config.header_timeout, config.body_timeout, config.max_connections)
-    edge: dict[str, Any] = {"log_level": config.log_level, "limits": limits, "tool_threads": config.tool_threads}
+    edge: dict[str, Any] = {"log_level": config.log_level, "limits": limits, "tool_threads": config.tool_threads,
+                            "uvicorn_logging": config.log_format == "text"}
     if config.workers == 1:
         return serve_http.run(_transport(config, app), host=config.host, port=config.port, **edge)
     config.to_env()
@@ -270,6 +285,7 @@ def serve(config: ServeConfig) -> int:
 def worker_transport() -> HttpTransport | MetricsRoute:
     """The uvicorn factory each worker process calls: the parent's config, the same app."""
     config = ServeConfig.from_env()
+    logs.configure(config.log_level, config.log_format)
     return _transport(config, open_app(config))
 
 
@@ -408,7 +424,7 @@ def _use_state(app: App, config: ServeConfig) -> None:
     log.debug("state: %s", redact(spec))
 
 
-def _check_port_free(host: str, port: int) -> None:
+def check_port_free(host: str, port: int) -> None:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -138,13 +138,15 @@ def _configure(config: uvicorn.Config, limits: EdgeLimits, tool_threads: int) ->
 
 
 def run(target: ASGIApp | str, *, host: str, port: int, workers: int = 1, log_level: str = "info",
-        limits: EdgeLimits | None = None, tool_threads: int = DEFAULT_TOOL_THREADS) -> int:
+        limits: EdgeLimits | None = None, tool_threads: int = DEFAULT_TOOL_THREADS,
+        uvicorn_logging: bool = True) -> int:
     """Serve until SIGINT/SIGTERM, then return the exit status.
 
     `target` is a transport from `http_transport` (or an ASGI app in front of one; this process only), or
     the import path of a factory returning one, which each of `workers` processes calls for itself.
     `limits`: timeouts and the connection cap (per process); `tool_threads`: threads for sync handlers
-    (per process).
+    (per process). `uvicorn_logging=False` leaves uvicorn's loggers to the root logger's handlers (the
+    caller's format).
     """
     limits = limits or EdgeLimits()
     cap = fit_connection_cap(limits.max_connections)
@@ -154,6 +156,7 @@ def run(target: ASGIApp | str, *, host: str, port: int, workers: int = 1, log_le
         "host": host,
         "port": port,
         "log_level": log_level,
+        **({} if uvicorn_logging else {"log_config": None}),
         "access_log": False,
         "lifespan": "on",
         "timeout_graceful_shutdown": 5,
