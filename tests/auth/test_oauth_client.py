@@ -338,6 +338,24 @@ async def test_a_legacy_session_is_authorized_the_same_way(code_as: AuthServer, 
     assert len(ua.visits) == 1 and ua.errors == []
 
 
+async def test_a_legacy_session_steps_up_and_keeps_its_session(code_as: AuthServer, mcp_url: str) -> None:
+    """The server answers a 2025-11-25 session's call that lacks a scope with 403 insufficient_scope: the
+    client authorizes again with the scope union and retries on the same session (the principal is the same)."""
+    ua = Browser()
+    async with Client(mcp_url, version="2025-11-25", auth=oauth(ua, pre_registered=PreRegistered("cli-public"))) as c:
+        assert c.era == "legacy"
+        await c.call_tool("whoami", {})
+        opened = getattr(c.session, "session_id", None)
+        assert opened
+        result = await c.call_tool("reset", {})  # needs tools:admin
+        assert result["content"][0]["text"] == "reset"
+        assert getattr(c.session, "session_id", None) == opened  # no second initialize
+        me = (await c.call_tool("whoami", {}))["structuredContent"]
+    assert ua.errors == [] and len(ua.visits) == 2
+    assert ua.scopes(1) >= {"tools:read", "tools:admin"}
+    assert me["id"] == f"{code_as.issuer}#alice" and {"tools:read", "tools:admin"} <= set(me["scopes"])
+
+
 
 @dataclasses.dataclass
 class _Head:
