@@ -544,7 +544,7 @@ def _kind(http_method: str, message: Any) -> str:
 
 
 def _answer(reply: Reply) -> LegacyAnswer:
-    # A refusal for missing scopes is the one JSON-RPC error of a live session that is not sent with 200:
+    # Unlike every other error of a call (see `_error`), a refusal for missing scopes is not sent with 200:
     # the authorization spec asks for 403 and a step-up challenge, which 2025-11-25 clients act on.
     if reply.scopes is not None:
         return LegacyAnswer(403, reply.message, scopes=reply.scopes)
