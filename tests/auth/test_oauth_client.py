@@ -338,6 +338,45 @@ async def test_a_legacy_session_is_authorized_the_same_way(code_as: AuthServer, 
     assert len(ua.visits) == 1 and ua.errors == []
 
 
+async def test_a_legacy_session_steps_up_and_keeps_its_session(code_as: AuthServer, mcp_url: str) -> None:
+    """The server answers a 2025-11-25 session's call that lacks a scope with 403 insufficient_scope: the
+    client authorizes again with the scope union and retries on the same session (the principal is the same)."""
+    ua = Browser()
+    async with Client(mcp_url, version="2025-11-25", auth=oauth(ua, pre_registered=PreRegistered("cli-public"))) as c:
+        assert c.era == "legacy"
+        await c.call_tool("whoami", {})
+        opened = getattr(c.session, "session_id", None)
+        assert opened
+        result = await c.call_tool("reset", {})  # needs tools:admin
+        assert result["content"][0]["text"] == "reset"
+        assert getattr(c.session, "session_id", None) == opened  # no second initialize
+        me = (await c.call_tool("whoami", {}))["structuredContent"]
+    assert ua.errors == [] and len(ua.visits) == 2
+    assert ua.scopes(1) >= {"tools:read", "tools:admin"}
+    assert me["id"] == f"{code_as.issuer}#alice" and {"tools:read", "tools:admin"} <= set(me["scopes"])
+
+
+
+MCP1_PY = ROOT / ".cache" / "venv-mcp-1.30.0" / "bin" / "python"
+MCP1_STEP_UP = Path(__file__).parent / "py" / "mcp1_step_up.py"
+
+
+def test_the_official_python_sdk_1x_steps_up_on_a_legacy_session(code_as: AuthServer, mcp_url: str) -> None:
+    """A client nobody here wrote (`mcp` 1.30.0's `ClientSession` + `OAuthClientProvider`, 2025-11-25 only):
+    registered dynamically, it authorizes, then steps up on the 403 and keeps its session."""
+    need(MCP1_PY, "the mcp 1.30.0 venv")
+    done = subprocess.run([str(MCP1_PY), str(MCP1_STEP_UP), mcp_url], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["version"] == "2025-11-25"
+    assert out["reset"] == "reset"
+    first, then = out["sessions"]
+    assert first and first == then  # the retried call went to the session initialize opened
+    assert len(out["authorizations"]) == 2 and "tools:admin" in out["authorizations"][1]
+    assert out["before"]["id"] == out["after"]["id"] == f"{code_as.issuer}#alice"
+    assert "tools:admin" not in out["before"]["scopes"] and "tools:admin" in out["after"]["scopes"]
+
 
 @dataclasses.dataclass
 class _Head:

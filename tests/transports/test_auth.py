@@ -182,3 +182,44 @@ async def test_stdio_reads_this_processs_environment_by_default(monkeypatch: pyt
     assert served
     assert [m["result"]["content"][0]["text"] for m in out] == ["bob scopes=[] iss=None"]
     assert [dict(c.headers) for c in tokens.seen] == [{"authorization": "Bearer bob"}]
+
+
+async def test_both_eras_get_one_step_up_header_from_an_authenticator_without_a_builder() -> None:
+    """An `Authenticator` with no `scope_challenge` (not OAuth's): the transport's own challenge, the same
+    for a modern request and for a call of a 2025 session."""
+    from mcp_stateless.server.legacy import LegacyServer
+
+    tokens = Tokens()
+    app = App("auth", authenticator=tokens)
+
+    @app.tool(scopes=["admin"])
+    async def reset() -> str:
+        return "reset"
+
+    legacy = LegacyServer(app)
+    transport = HttpTransport(app, legacy=legacy)
+    challenge = 'Bearer error="insufficient_scope", scope="admin"'
+    error = {"code": -32600, "message": "Insufficient scope: tool reset needs admin",
+             "data": {"requiredScopes": ["admin"]}}
+    modern = rpc("tools/call", {"name": "reset", "arguments": {}}, id=5)
+    asgi = Asgi(orjson.dumps(modern))
+    await asgi.post(transport, headers_for(modern, authorization="Bearer alice"))
+    assert (asgi.status, asgi.headers["www-authenticate"]) == (403, challenge)
+    assert asgi.json == {"jsonrpc": "2.0", "id": 5, "error": error}
+
+    plain = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+             "authorization": "Bearer alice"}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}}
+    asgi = Asgi(orjson.dumps(init))
+    await asgi.post(transport, plain)
+    assert asgi.status == 200 and asgi.json["result"]["protocolVersion"] == "2025-11-25"
+    session = {**plain, "mcp-session-id": asgi.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+    call = {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "reset", "arguments": {}}}
+    asgi = Asgi(orjson.dumps(call))
+    await asgi.post(transport, session)
+    assert (asgi.status, asgi.headers["www-authenticate"]) == (403, challenge)
+    assert asgi.headers["content-type"] == "application/json"
+    assert asgi.json == {"jsonrpc": "2.0", "id": 6, "error": error}
+    counts = {(kind, status): n for kind, status, n in legacy.counter_snapshot().exchanges}
+    assert counts[("request", 403)] == 1

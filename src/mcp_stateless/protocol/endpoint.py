@@ -140,12 +140,15 @@ LegacyItem = SseEvent | KeepAlive
 @dataclass(slots=True)
 class LegacyAnswer:
     """The legacy branch's answer to one HTTP exchange: a JSON body (or none, e.g. 202), or an SSE
-    stream of items. The transport writes it and `aclose()`s the stream when the client goes away."""
+    stream of items. The transport writes it and `aclose()`s the stream when the client goes away.
+    `scopes` is set (with status 403) when the body refuses a call for `InsufficientScope`: the HTTP
+    transport adds the step-up challenge it gives modern requests."""
 
     status: int
     body: dict[str, Any] | None = None
     headers: tuple[tuple[str, str], ...] = ()
     stream: AsyncGenerator[LegacyItem, None] | None = None
+    scopes: frozenset[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -480,6 +480,8 @@ class HttpTransport:
         if await self._retired(message, headers, send):
             return
         answer = await self.legacy.exchange(method, message, headers, who, can_sse)
+        if answer.scopes is not None:  # the 2025-11-25 clients step up on the same challenge
+            answer.headers = (*answer.headers, ("www-authenticate", self._scope_challenge(answer.scopes)))
         # The GET stream is the session's long-lived one: it ends when the token that opened it expires.
         expires_at = who.expires_at if method == "GET" else None
         await legacy_http.write(self._deprecated(answer), receive, send, expires_at)
@@ -640,12 +642,15 @@ class HttpTransport:
         await send({"type": "http.response.start", "status": status, "headers": _json_headers(len(data))})
         await send({"type": "http.response.body", "body": data})
 
+    def _scope_challenge(self, scopes: frozenset[str]) -> str:
+        """The `WWW-Authenticate` value asking the client to step up to `scopes` (either era)."""
+        if self._step_up is not None:
+            return self._step_up(scopes).www_authenticate
+        return f'Bearer error="insufficient_scope", scope="{" ".join(sorted(scopes))}"'
+
     async def _scope_refusal(self, send: Send, scopes: frozenset[str], data: bytes) -> None:
         """403 with a step-up challenge; the body is the JSON-RPC error (it keeps the request id)."""
-        if self._step_up is not None:
-            header = self._step_up(scopes).www_authenticate
-        else:
-            header = f'Bearer error="insufficient_scope", scope="{" ".join(sorted(scopes))}"'
+        header = self._scope_challenge(scopes)
         await send({"type": "http.response.start", "status": 403, "headers": [
             *_json_headers(len(data)), (b"www-authenticate", header.encode("latin-1"))]})
         await send({"type": "http.response.body", "body": data})

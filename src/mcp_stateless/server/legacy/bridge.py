@@ -14,9 +14,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ...protocol import errors
-from ...protocol.endpoint import Call, Outbox
+from ...protocol.endpoint import Call, Outbox, Reply
 from ...protocol.envelope import META_SERVER_INFO, Request
-from ...protocol.errors import McpError, error_response
+from ...protocol.errors import McpError
 from ...protocol.legacy import LegacyRequest
 from ...protocol.principal import Principal
 from .peer import Peer, ask_all
@@ -47,33 +47,34 @@ def legacy_result(result: dict[str, Any]) -> dict[str, Any]:
 
 
 async def run(app: App, peer: Peer, session: Session, state: SessionState, req: LegacyRequest,
-              principal: Principal, outbox: Outbox | None, headers: Mapping[str, str] | None) -> dict[str, Any]:
-    """The complete JSON-RPC response to one bridged request."""
+              principal: Principal, outbox: Outbox | None, headers: Mapping[str, str] | None) -> Reply:
+    """The complete JSON-RPC response to one bridged request (its `scopes` set when the caller lacks some:
+    HTTP answers that with the step-up challenge, as on the modern path)."""
     params = dict(req.params)
     meta = params.pop("_meta", None)
     token = meta.get("progressToken") if isinstance(meta, dict) else None
     if token is not None and (not isinstance(token, str | int) or isinstance(token, bool)):
-        return error_response(req.id, errors.invalid_params("progressToken must be a string or an integer"))
+        return Reply.error(req.id, errors.invalid_params("progressToken must be a string or an integer"))
     call = Call(principal, "http" if headers is not None else "stdio", outbox, headers, can_send_request=True)
     emit: Callable[[dict[str, Any]], None] = outbox.emit if outbox is not None else _cannot_ask
     round_params = params
     for _ in range(MAX_ROUNDS):
         modern = Request(req.id, req.method, round_params, session.version, session.capabilities,
                          session.client_info, state.log_level, token)
-        message = (await app.handle(modern, call)).message
-        result = message.get("result")
+        reply = await app.handle(modern, call)
+        result = reply.message.get("result")
         if not isinstance(result, dict) or result.get("resultType") != "input_required":
             if isinstance(result, dict):
                 legacy_result(result)
-            return message
+            return reply
         try:
             answers = await ask_all(peer, session, result.get("inputRequests") or {}, emit)
         except McpError as e:
-            return error_response(req.id, e)
+            return Reply.error(req.id, e)
         round_params = {**params, "inputResponses": answers}
         if "requestState" in result:
             round_params["requestState"] = result["requestState"]
-    return error_response(req.id, McpError(errors.INTERNAL_ERROR, f"{req.method} asked for input too often"))
+    return Reply.error(req.id, McpError(errors.INTERNAL_ERROR, f"{req.method} asked for input too often"))
 
 
 def _cannot_ask(message: dict[str, Any]) -> None:

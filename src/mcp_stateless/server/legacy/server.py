@@ -25,6 +25,7 @@ from ...protocol.endpoint import (
     LegacyCounters,
     LegacyItem,
     Outbox,
+    Reply,
     SseEvent,
     StdioSession,
 )
@@ -257,14 +258,13 @@ class LegacyServer:
         peer = self.peer
         if outbox is None and can_sse and method in MRTR_METHODS:
             # A call that may notify or ask the client answers on its own SSE stream.
-            def start(outbox: _StreamOutbox) -> Awaitable[dict[str, Any]]:
+            def start(outbox: _StreamOutbox) -> Awaitable[Reply]:
                 return bridge.run(self.app, peer, session, state, req, principal, outbox, headers)
 
             return await self._call(start, session, req.id)
-        message = await bridge.run(self.app, peer, session, state, req, principal, outbox, headers)
-        return LegacyAnswer(200, message)
+        return _answer(await bridge.run(self.app, peer, session, state, req, principal, outbox, headers))
 
-    async def _call(self, start: Callable[[_StreamOutbox], Awaitable[dict[str, Any]]],
+    async def _call(self, start: Callable[[_StreamOutbox], Awaitable[Reply]],
                     session: Session, request_id: Any) -> LegacyAnswer:
         """Run a call that may notify or ask its client. One that finishes within `json_within_s` without
         sending anything is answered as plain JSON (nothing logged: most calls cost no store write); any
@@ -279,7 +279,7 @@ class LegacyServer:
         if not outbox.busy() and not task.done():
             await outbox.wait(self.json_within_s)
         if task.done() and not task.cancelled() and not outbox.busy():
-            return LegacyAnswer(200, task.result())
+            return _answer(task.result())
         streams = self.streams
         stream = await streams.open(session, request_id)
         producer = asyncio.ensure_future(_produce(task, outbox, streams, stream))
@@ -464,7 +464,7 @@ class _StreamOutbox(PendingMessages):
         return bool(self.pending) or self.closed.is_set()
 
 
-async def _produce(task: asyncio.Future[dict[str, Any]], outbox: _StreamOutbox, log: StreamLog,
+async def _produce(task: asyncio.Future[Reply], outbox: _StreamOutbox, log: StreamLog,
                    stream: str) -> None:
     """Append each message the running call `task` sends, and then its response, to the stream's log.
     Runs as a task of its own, so a dropped connection neither loses its messages nor cancels the call."""
@@ -481,7 +481,7 @@ async def _produce(task: asyncio.Future[dict[str, Any]], outbox: _StreamOutbox, 
         while outbox.pending:
             seq += 1
             await log.append(stream, seq, outbox.pending.popleft(), False)
-        await log.append(stream, seq + 1, task.result(), True)
+        await log.append(stream, seq + 1, task.result().message, True)
     except asyncio.CancelledError:
         await log.end(stream, seq)  # cancelled: a client resuming this stream gets nothing more
         raise
@@ -541,6 +541,14 @@ def _kind(http_method: str, message: Any) -> str:
     if "method" not in message:
         return "response"
     return "request" if "id" in message else "notification"
+
+
+def _answer(reply: Reply) -> LegacyAnswer:
+    # Unlike every other error of a call (see `_error`), a refusal for missing scopes is not sent with 200:
+    # the authorization spec asks for 403 and a step-up challenge, which 2025-11-25 clients act on.
+    if reply.scopes is not None:
+        return LegacyAnswer(403, reply.message, scopes=reply.scopes)
+    return LegacyAnswer(200, reply.message)
 
 
 def _ok(req: LegacyRequest, result: dict[str, Any]) -> LegacyAnswer:
