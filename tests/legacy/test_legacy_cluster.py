@@ -133,16 +133,22 @@ def test_one_session_is_served_by_every_instance(cluster: tuple[str, list[Instan
         assert r.status_code == 200, r.text
 
 
-def test_the_ts_sdk1_client_through_the_balancer(cluster: tuple[str, list[Instance]]) -> None:
-    from test_legacy_sdk_clients import run_ts  # type: ignore[import-not-found]
-
-    url, _ = cluster
-    out: dict[str, Any] = run_ts(["http", url])
+def _assert_spread_session(out: dict[str, Any]) -> None:
+    """What a legacy client's session spread over the instances must show (tests/legacy/js/ts_sdk1_client.mjs):
+    elicitation and sampling answered, logs, a resource update and a list change on its GET stream."""
     assert out["askName"] == "Hello, Alice (accept)"
     assert out["askTwice"] == "Alice then sampled"
     assert out["logs"] == ["info line", "error line"]
     assert out["updated"] == ["test://watched"]
     assert out["toolsChanged"] >= 1
+
+
+def test_the_ts_sdk1_client_through_the_balancer(cluster: tuple[str, list[Instance]]) -> None:
+    from test_legacy_sdk_clients import run_ts  # type: ignore[import-not-found]
+
+    url, _ = cluster
+    out: dict[str, Any] = run_ts(["http", url])
+    _assert_spread_session(out)
 
 
 class _Stream:
@@ -301,11 +307,7 @@ def test_mcp_remote_through_the_balancer(cluster: tuple[str, list[Instance]], tm
     url, _ = cluster
     out: dict[str, Any] = run_ts(["stdio", str(NODE), str(MCP_REMOTE), url, "--allow-http"], home=tmp_path)
     assert out["era"] == "2025-11-25"
-    assert out["askName"] == "Hello, Alice (accept)"
-    assert out["askTwice"] == "Alice then sampled"
-    assert out["logs"] == ["info line", "error line"]
-    assert out["updated"] == ["test://watched"]
-    assert out["toolsChanged"] >= 1
+    _assert_spread_session(out)
 
 
 def test_the_ts_sdk1_sse_client_through_the_balancer(cluster: tuple[str, list[Instance]]) -> None:
@@ -314,11 +316,7 @@ def test_the_ts_sdk1_sse_client_through_the_balancer(cluster: tuple[str, list[In
     url, _ = cluster
     out: dict[str, Any] = run_ts(["sse", url])
     assert out["greet"] == "Hello, Ann!"
-    assert out["askName"] == "Hello, Alice (accept)"
-    assert out["askTwice"] == "Alice then sampled"
-    assert out["logs"] == ["info line", "error line"]
-    assert out["updated"] == ["test://watched"]
-    assert out["toolsChanged"] >= 1
+    _assert_spread_session(out)
 
 
 def test_the_server_card_through_the_balancer(cluster: tuple[str, list[Instance]]) -> None:
