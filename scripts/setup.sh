@@ -5,6 +5,7 @@
 #   .venv/                     this package, editable, with the dev and redis extras
 #   tools/node/node_modules/   Node 22, the official conformance suite, TS SDKs, Inspector, oidc-provider
 #   .cache/venv-mcp-2.3.0/     the official Python SDK, for the interop tests (1.30.0 beside it: tests/legacy)
+#   .cache/inventory-servers/  published servers, pinned and unpacked, inventoried by tests/inventory
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -54,5 +55,8 @@ for version in 2.3.0 1.30.0; do
     fi
     echo "mcp $version: present"
 done
+
+step "Published MCP servers for tests/inventory (.cache/inventory-servers)"
+bash scripts/inventory-servers.sh 2>&1 | grep -v "^WARNING: Location"
 
 step "Ready: run the tests with .venv/bin/python -m pytest"
