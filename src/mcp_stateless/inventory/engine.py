@@ -1,0 +1,207 @@
+"""Walk a source tree, run each language's analyzer, check dependency metadata, apply suppressions.
+
+Nothing is imported or run: files are read as text. The TypeScript/JavaScript analyzer needs tree-sitter (the
+`inventory` extra) and is imported only when the tree holds such files; without it the report carries a note.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import tomllib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import python_source
+from .finding import Finding
+
+SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", "build", ".tox", ".mypy_cache",
+                       ".ruff_cache", ".pytest_cache", "site-packages"})
+TEST_DIRS = frozenset({"tests", "test", "__tests__"})
+JS_SUFFIXES = frozenset({".ts", ".tsx", ".mts", ".cts", ".js", ".mjs", ".cjs"})
+_SUPPRESS = re.compile(r"(?:#|//)\s*mcp-stateless:\s*ignore(?:\[([^\]]*)\])?")
+_REQ = re.compile(r"^\s*(mcp|fastmcp)\s*(\[[^\]]*\])?\s*([^;#]*)", re.I)
+# Modules mcp 2.x removed (importing them raises there): code using them was written for 1.x.
+MCP1_ONLY = ("mcp.server.fastmcp", "mcp.shared.exceptions.McpError")
+
+
+@dataclass
+class Inventory:
+    root: str
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    files: int = 0
+    lines: int = 0
+
+
+def _is_test(rel: Path) -> bool:
+    name = rel.name
+    return bool(set(rel.parts[:-1]) & TEST_DIRS) or name.startswith("test_") or name.endswith("_test.py") or \
+        ".test." in name or ".spec." in name
+
+
+def walk(root: Path, include_tests: bool) -> Iterator[Path]:
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and (include_tests or d not in TEST_DIRS))
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            if name.endswith((".d.ts", ".map")):
+                continue
+            if not include_tests and _is_test(path.relative_to(root)):
+                continue
+            yield path
+
+
+def _drop_compiled(paths: list[Path], root: Path) -> list[Path]:
+    """With TypeScript sources present, their compiled JS under dist/ or build/ is the same code twice."""
+    has_ts = any(p.suffix in {".ts", ".tsx", ".mts", ".cts"} for p in paths)
+    if not has_ts:
+        return paths
+    return [p for p in paths if not (p.suffix in {".js", ".mjs", ".cjs"} and
+                                     {"dist", "build", "lib"} & set(p.relative_to(root).parts[:-1]))]
+
+
+def _suppressed(lines: list[str], f: Finding) -> bool:
+    for index in (f.line - 1, f.line - 2):
+        if 0 <= index < len(lines):
+            m = _SUPPRESS.search(lines[index])
+            if m and (m.group(1) is None or f.kind in {k.strip() for k in m.group(1).split(",")}):
+                return True
+    return False
+
+
+def _admits_mcp2(spec: str) -> bool:
+    """A version specifier with no upper bound below 2 (so pip may install mcp 2.x)."""
+    for part in spec.replace("(", "").replace(")", "").split(","):
+        part = part.strip()
+        m = re.match(r"(<=|<|==|~=)\s*(\d+)(?:\.(\d+))?", part)
+        if not m:
+            continue
+        op, major = m.group(1), int(m.group(2))
+        if op == "<" and (major < 2 or (major == 2 and not (m.group(3) or "").strip("0"))):
+            return False
+        if op in {"<=", "=="} and major < 2:
+            return False
+        if op == "~=" and major < 2 and m.group(3) is not None:
+            return False
+    return True
+
+
+def _requirements(path: Path, text: str) -> Iterator[tuple[int, str]]:
+    """(line, requirement string) of every declared dependency in a metadata file."""
+    name = path.name
+    if name == "METADATA":
+        for i, line in enumerate(text.splitlines(), 1):
+            if line.startswith("Requires-Dist:"):
+                yield i, line.split(":", 1)[1]
+    elif name.startswith("requirements") and name.endswith(".txt"):
+        yield from enumerate(text.splitlines(), 1)
+    elif name == "pyproject.toml":
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            return
+        project = data.get("project", {})
+        reqs = list(project.get("dependencies", []))
+        for extra in project.get("optional-dependencies", {}).values():
+            reqs.extend(extra)
+        lines = text.splitlines()
+        for req in reqs:
+            line = next((i for i, ln in enumerate(lines, 1) if f'"{req}"' in ln or f"'{req}'" in ln), 1)
+            yield line, req
+
+
+def _dependency_findings(rel: str, path: Path, text: str, written_for_1: bool) -> list[Finding]:
+    out: list[Finding] = []
+    lines = text.splitlines()
+    for line, req in _requirements(path, text):
+        m = _REQ.match(req)
+        if not m or m.group(1).lower() != "mcp":
+            continue
+        spec = m.group(3).strip()
+        if written_for_1 and _admits_mcp2(spec):
+            out.append(Finding(rel, line, 1, "dependency-range",
+                               f"`mcp{spec}` admits mcp 2.x, but the code imports 1.x-only modules "
+                               f"({', '.join(MCP1_ONLY)})", lines[line - 1].strip() if line <= len(lines) else req))
+    return out
+
+
+def _typescript() -> Callable[[str, str], list[Finding]] | None:
+    try:
+        from . import typescript_source  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    analyze: Callable[[str, str], list[Finding]] = typescript_source.analyze
+    return analyze
+
+
+def inventory(root: str | Path, *, include_tests: bool = False, kinds: set[str] | None = None) -> Inventory:
+    base = Path(root)
+    result = Inventory(str(root))
+    single = base.is_file()
+    paths = [base] if single else _drop_compiled(list(walk(base, include_tests)), base)
+    top = base.parent if single else base
+    texts: dict[Path, str] = {}
+    for p in paths:
+        if p.suffix in {".py", ".toml", ".txt", ".json"} | JS_SUFFIXES or p.name == "METADATA":
+            try:
+                texts[p] = p.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+    py = {p: t for p, t in texts.items() if p.suffix == ".py"}
+    trees: dict[Path, ast.Module | None] = {}
+    for p, t in py.items():
+        try:
+            trees[p] = ast.parse(t)
+        except (SyntaxError, ValueError, RecursionError):
+            trees[p] = None
+    stdio = any(tree is not None and python_source.imports_mcp(tree) and python_source.uses_stdio(tree)
+                for tree in trees.values())
+    mcp_package = any(tree is not None and python_source.imports_mcp(tree) for tree in trees.values())
+    written_for_1 = any(tree is not None and any(m.startswith(MCP1_ONLY) for m in python_source.imported_modules(tree))
+                        for tree in trees.values())
+    ts = None
+    found: list[Finding] = []
+    per_file_lines: dict[str, list[str]] = {}
+    for p, text in texts.items():
+        rel = p.relative_to(top).as_posix()
+        lines = text.splitlines()
+        per_file_lines[rel] = lines
+        if p.suffix == ".py":
+            result.files += 1
+            result.lines += len(lines)
+            file_findings = python_source.analyze(rel, text)
+            tree = trees.get(p)
+            if stdio and mcp_package and tree is not None and not python_source.imports_mcp(tree):
+                file_findings += python_source.stdout_writes(rel, text)
+            elif stdio and tree is not None and python_source.imports_mcp(tree) and not python_source.uses_stdio(tree):
+                file_findings += python_source.stdout_writes(rel, text)
+            found += file_findings
+        elif p.suffix in JS_SUFFIXES:
+            result.files += 1
+            result.lines += len(lines)
+            if ts is None:
+                ts = _typescript()
+                if ts is None:
+                    result.notes.append("TypeScript/JavaScript files were not analyzed: install the `inventory` "
+                                        "extra (pip install 'mcp-stateless[inventory]').")
+                    ts = False  # type: ignore[assignment]
+            if ts:
+                try:
+                    found += ts(rel, text)
+                except Exception as e:  # noqa: BLE001 - one file's analyzer failure must not stop the inventory
+                    result.notes.append(f"{rel}: not analyzed ({type(e).__name__})")
+        else:
+            found += _dependency_findings(rel, p, text, written_for_1)
+    seen: set[tuple[str, int, str]] = set()
+    for f in sorted(found, key=lambda f: (f.file, f.line, f.column, f.kind)):
+        key = (f.file, f.line, f.kind)
+        if key in seen or _suppressed(per_file_lines.get(f.file, []), f):
+            continue
+        if kinds and f.kind not in kinds:
+            continue
+        seen.add(key)
+        result.findings.append(f)
+    return result

@@ -1,0 +1,363 @@
+"""The Python analyzer: hidden-state dependencies found in one source file's syntax tree (`ast`; never imported).
+
+A file is examined only when it imports an MCP SDK (`mcp`, `fastmcp`) or is in a package that does (the engine
+decides); names are resolved through the file's imports, so `from mcp.server.fastmcp import FastMCP as F` and
+`import mcp.types as t` are recognised. Every finding points at the line whose code does the thing.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from .finding import Finding
+
+SERVER_REQUESTS = frozenset({"create_message", "elicit", "elicit_form", "elicit_url", "list_roots", "send_ping",
+                             "sample"})
+ALWAYS_UNSOLICITED = frozenset({"send_resource_updated", "send_tool_list_changed", "send_resource_list_changed",
+                                "send_prompt_list_changed"})
+REGISTRATIONS = frozenset({"add_tool", "remove_tool", "add_prompt", "remove_prompt", "add_resource",
+                           "remove_resource"})
+MUTATORS = frozenset({"append", "add", "update", "pop", "clear", "extend", "insert", "remove", "discard",
+                      "setdefault", "popitem", "appendleft"})
+MUTABLE_CALLS = frozenset({"dict", "list", "set", "defaultdict", "deque", "OrderedDict", "Counter"})
+SECRET_CALLS = frozenset({"secrets.token_hex", "secrets.token_bytes", "secrets.token_urlsafe", "os.urandom",
+                          "Fernet.generate_key", "uuid.uuid4", "uuid4", "cryptography.fernet.Fernet.generate_key"})
+INIT_ATTRS = frozenset({"client_params", "clientInfo", "client_info", "protocolVersion"})
+MCP_ROOTS = ("mcp", "fastmcp")
+
+
+def imports_mcp(tree: ast.AST) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] in MCP_ROOTS for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] in MCP_ROOTS:
+            return True
+    return False
+
+
+def imported_modules(tree: ast.AST) -> set[str]:
+    """Every absolute module the file imports (`from a.b import c` gives `a.b` and `a.b.c`)."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.add(node.module)
+            out.update(f"{node.module}.{a.name}" for a in node.names)
+    return out
+
+
+def uses_stdio(tree: ast.AST) -> bool:
+    """The file serves over stdio: `stdio_server`, or `.run()` with no transport or `transport="stdio"`."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name | ast.Attribute) and _leaf(node) == "stdio_server":
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "run":
+            transport = next((k.value for k in node.keywords if k.arg == "transport"), None)
+            positional = node.args[0] if node.args else None
+            chosen = transport or positional
+            if chosen is None and not node.args:
+                return True
+            if isinstance(chosen, ast.Constant) and chosen.value == "stdio":
+                return True
+    return False
+
+
+def _leaf(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return ""
+
+
+def _dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else node.attr
+    return ""
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {_leaf(n) for n in ast.walk(node) if isinstance(n, ast.Name | ast.Attribute)}
+
+
+def _is_session_key(node: ast.AST) -> bool:
+    """A key that identifies the session: `ctx.session`, `id(session)`, `*.session_id`, the Mcp-Session-Id header."""
+    if isinstance(node, ast.Attribute) and node.attr in {"session", "session_id", "mcp_session_id"}:
+        return True
+    if isinstance(node, ast.Name) and node.id in {"session", "session_id"}:
+        return True
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "id" and node.args:
+        return _is_session_key(node.args[0])
+    return False
+
+
+def stdout_writes(path: str, text: str) -> list[Finding]:
+    """stdout writes of a file (the engine keeps them only for a package served over stdio)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    lines = text.splitlines()
+    out: list[Finding] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = _dotted(node.func)
+        what = ""
+        if name == "print" and not any(k.arg == "file" for k in node.keywords):
+            what = "print() to stdout"
+        elif name == "sys.stdout.write":
+            what = "sys.stdout.write()"
+        elif name.endswith("StreamHandler") and any(_dotted(a) == "sys.stdout" for a in node.args):
+            what = "logging handler on stdout"
+        elif name == "logging.basicConfig" and any(
+                k.arg == "stream" and _dotted(k.value) == "sys.stdout" for k in node.keywords):
+            what = "logging.basicConfig(stream=sys.stdout)"
+        if what:
+            out.append(_finding(path, lines, node, "stdout-write", what))
+    return out
+
+
+def _finding(path: str, lines: list[str], node: ast.AST, kind: str, message: str) -> Finding:
+    line = getattr(node, "lineno", 1)
+    excerpt = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+    return Finding(path, line, getattr(node, "col_offset", 0) + 1, kind, message, excerpt)
+
+
+class _Visitor(ast.NodeVisitor):
+    def __init__(self, path: str, lines: list[str], module_mutables: set[str]) -> None:
+        self.path = path
+        self.lines = lines
+        self.module_mutables = module_mutables
+        self.found: list[Finding] = []
+        self.functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        self.globals: list[set[str]] = []
+        self.answers: list[set[str]] = []  # per function: local names holding a client's answer
+        self.handler_depth: list[bool] = []
+        self.lifespans: set[str] = set()
+
+    def add(self, node: ast.AST, kind: str, message: str) -> None:
+        self.found.append(_finding(self.path, self.lines, node, kind, message))
+
+    # -- functions ---------------------------------------------------------------------------------------------
+    def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        for dec in node.decorator_list:
+            target = dec.func if isinstance(dec, ast.Call) else dec
+            leaf = _leaf(target)
+            if leaf == "set_logging_level":
+                self.add(dec, "log-level-state", "`logging/setLevel` handler keeps a level for later requests")
+            elif leaf in {"subscribe_resource", "unsubscribe_resource"}:
+                self.add(dec, "resource-subscriptions", f"`{leaf}` handler keeps resource subscriptions")
+            elif leaf in {"tool", "prompt", "resource"} and self.handler_depth and self.handler_depth[-1]:
+                self.add(dec, "per-connection-registration", f"`{leaf}` registered inside `{self.functions[-1].name}`")
+        handler = bool(node.decorator_list) or any(a.arg in {"ctx", "context"} for a in node.args.args)
+        self.functions.append(node)
+        self.globals.append(set())
+        self.answers.append(set())
+        self.handler_depth.append(handler)
+        self.generic_visit(node)
+        self.functions.pop()
+        self.globals.pop()
+        self.answers.pop()
+        self.handler_depth.pop()
+
+    visit_FunctionDef = _visit_function
+    visit_AsyncFunctionDef = _visit_function
+
+    def visit_Global(self, node: ast.Global) -> None:
+        if self.globals:
+            self.globals[-1].update(node.names)
+
+    # -- helpers -----------------------------------------------------------------------------------------------
+    def _nonlocal_target(self, target: ast.AST) -> str:
+        """The name of the module/process-wide object an assignment writes, or ''."""
+        if not self.functions:
+            return ""
+        if isinstance(target, ast.Name) and target.id in self.globals[-1]:
+            return target.id
+        if isinstance(target, ast.Subscript | ast.Attribute):
+            base = target.value
+            while isinstance(base, ast.Subscript | ast.Attribute):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in self.module_mutables and base.id not in _locals(
+                    self.functions[-1]):
+                return base.id
+        return ""
+
+    def _closure_state(self, base: ast.expr) -> bool:
+        """`db.items` in a handler nested in the function that made `db`: process-lifetime state, no handle."""
+        if not (self.handler_depth and self.handler_depth[-1]) or len(self.functions) < 2:
+            return False
+        root = base
+        while isinstance(root, ast.Attribute | ast.Subscript):
+            root = root.value
+        if not isinstance(root, ast.Name) or root.id in _locals(self.functions[-1]):
+            return False
+        return any(root.id in _locals(outer) for outer in self.functions[:-1])
+
+    def _answer_call(self, value: ast.AST) -> bool:
+        for n in ast.walk(value):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in SERVER_REQUESTS:
+                return True
+        return False
+
+    # -- statements --------------------------------------------------------------------------------------------
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self._assignment(node, node.targets, node.value)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:
+            self._assignment(node, [node.target], node.value)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._assignment(node, [node.target], node.value)
+        self.generic_visit(node)
+
+    def _assignment(self, node: ast.stmt, targets: list[ast.expr], value: ast.expr) -> None:
+        if not self.functions:
+            call = value if isinstance(value, ast.Call) else None
+            if call is not None and _dotted(call.func) in SECRET_CALLS:
+                self.add(node, "process-secret", f"`{_dotted(call.func)}()` at import: a different key per process")
+            return
+        reads_answer = self._answer_call(value) or bool(_names(value) & self.answers[-1])
+        for target in targets:
+            if isinstance(target, ast.Name) and self._answer_call(value) and target.id not in self.globals[-1]:
+                self.answers[-1].add(target.id)
+            if isinstance(target, ast.Subscript) and _is_session_key(target.slice):
+                self.add(node, "session-keyed-state", "state stored under the session as key")
+                continue
+            written = self._nonlocal_target(target)
+            is_self = isinstance(target, ast.Attribute) and _dotted(target.value) == "self"
+            if (written or is_self) and _names(value) & INIT_ATTRS:
+                self.add(node, "initialize-state", "client info/capabilities from initialize kept")
+            elif written and reads_answer:
+                self.add(node, "client-answer-kept", f"a client's answer stored in `{written}`")
+            elif written:
+                self.add(node, "module-state", f"module-level `{written}` written by a function")
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        for target in node.targets:
+            if isinstance(target, ast.Subscript) and _is_session_key(target.slice):
+                self.add(node, "session-keyed-state", "state removed under the session as key")
+            elif self._nonlocal_target(target):
+                self.add(node, "module-state", f"module-level `{self._nonlocal_target(target)}` written")
+        self.generic_visit(node)
+
+    # -- calls -------------------------------------------------------------------------------------------------
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        name = _dotted(func)
+        leaf = _leaf(func)
+        if isinstance(func, ast.Attribute):
+            if leaf in SERVER_REQUESTS and leaf != "sample" or (leaf == "sample" and "ctx" in name):
+                self.add(node, "server-request", f"`{leaf}` asks the client while handling a call")
+            elif leaf in ALWAYS_UNSOLICITED:
+                self.add(node, "unsolicited-notification", f"`{leaf}` notifies outside the client's request")
+            elif leaf == "send_log_message" and not (self.handler_depth and self.handler_depth[-1]):
+                self.add(node, "unsolicited-notification", "`send_log_message` outside a request handler")
+            elif leaf in REGISTRATIONS and self.handler_depth and self.handler_depth[-1]:
+                self.add(node, "per-connection-registration", f"`{leaf}` at run time")
+            elif leaf in MUTATORS and self.functions:
+                base = func.value
+                if isinstance(base, ast.Name) and base.id in self.module_mutables and base.id not in _locals(
+                        self.functions[-1]):
+                    if node.args and _is_session_key(node.args[0]):
+                        self.add(node, "session-keyed-state", f"`{base.id}` keyed by the session")
+                    elif node.args and (_names(node.args[0]) & self.answers[-1] or self._answer_call(node.args[0])):
+                        self.add(node, "client-answer-kept", f"a client's answer kept in `{base.id}`")
+                    else:
+                        self.add(node, "module-state", f"module-level `{base.id}` mutated by a function")
+                elif self._closure_state(base):
+                    self.add(node, "module-state", f"`{_dotted(base)}`, shared by every call, mutated by a handler")
+            elif leaf == "get" and node.args and isinstance(node.args[0], ast.Constant) and isinstance(
+                    node.args[0].value, str) and node.args[0].value.lower() == "mcp-session-id":
+                self.add(node, "session-id-read", "reads the Mcp-Session-Id header")
+        if leaf in {"SseServerTransport", "sse_app"}:
+            self.add(node, "get-stream", f"`{leaf}`: the HTTP+SSE transport")
+        if leaf.endswith("EventStore"):
+            self.add(node, "event-replay", f"`{leaf}`: events kept for Last-Event-ID replay")
+        for k in node.keywords:
+            if k.arg == "transport" and isinstance(k.value, ast.Constant) and k.value.value == "sse":
+                self.add(node, "get-stream", "transport=\"sse\": the HTTP+SSE transport")
+            if k.arg == "event_store" and not (isinstance(k.value, ast.Constant) and k.value.value is None):
+                self.add(node, "event-replay", "an event store replays broken streams")
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in {"session_id", "mcp_session_id"} and isinstance(node.ctx, ast.Load):
+            self.add(node, "session-id-read", f"reads `{_dotted(node)}`")
+        if node.attr == "last_event_id":
+            self.add(node, "event-replay", "reads Last-Event-ID")
+        self.generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str) and \
+                node.slice.value.lower() == "mcp-session-id":
+            self.add(node, "session-id-read", "reads the Mcp-Session-Id header")
+        if isinstance(node.ctx, ast.Load) and _is_session_key(node.slice) and self.functions:
+            self.add(node, "session-keyed-state", "state looked up by the session")
+            self.visit(node.value)
+            return
+        self.generic_visit(node)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        if any(_leaf(b).endswith("EventStore") for b in node.bases):
+            self.add(node, "event-replay", f"`{node.name}` stores events for Last-Event-ID replay")
+        self.generic_visit(node)
+
+
+def _locals(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Names a function binds itself (parameters and plain assignments not declared global)."""
+    declared = {n for g in ast.walk(fn) if isinstance(g, ast.Global) for n in g.names}
+    out = {a.arg for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            out.add(n.id)
+    return out - declared
+
+
+def _module_mutables(tree: ast.Module) -> set[str]:
+    out: set[str] = set()
+    for stmt in tree.body:
+        targets: list[ast.expr] = []
+        value: ast.expr | None = None
+        if isinstance(stmt, ast.Assign):
+            targets, value = stmt.targets, stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            targets, value = [stmt.target], stmt.value
+        if value is None:
+            continue
+        mutable = isinstance(value, ast.Dict | ast.List | ast.Set | ast.DictComp | ast.ListComp | ast.SetComp) or (
+            isinstance(value, ast.Call) and _leaf(value.func) in MUTABLE_CALLS)
+        if mutable:
+            out.update(t.id for t in targets if isinstance(t, ast.Name))
+    return out
+
+
+def _iter_findings(path: str, text: str) -> Iterator[Finding]:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return
+    if not imports_mcp(tree):
+        return
+    visitor = _Visitor(path, text.splitlines(), _module_mutables(tree))
+    visitor.visit(tree)
+    yield from visitor.found
+    if uses_stdio(tree):
+        yield from stdout_writes(path, text)
+
+
+def analyze(path: str, text: str) -> list[Finding]:
+    """Findings of one Python file; a file that does not parse, or uses no MCP SDK, yields none."""
+    try:
+        return list(_iter_findings(path, text))
+    except RecursionError:
+        return []
