@@ -14,6 +14,7 @@ import is still a dependency a reader and mypy must follow). Layers are the subp
     auth          the OAuth resource server (bearer tokens, protected resource metadata): protocol
     audit         the hidden-state auditor (checks any server through the client's channels): protocol, client,
                   conformance
+    inventory     static analysis of a legacy server's source (reads files, imports nothing of ours)
     cli           the command line, on top: anything
 """
 
@@ -40,8 +41,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "auth": frozenset({"protocol"}),
     "audit": frozenset({"protocol", "client", "conformance"}),
     "observability": frozenset({"protocol", "state", "tasks", "server"}),
+    "inventory": frozenset(),
     "cli": frozenset({"protocol", "conformance", "state", "tasks", "server", "transports", "client", "auth",
-                      "audit", "observability"}),
+                      "audit", "observability", "inventory"}),
 }
 # Third-party packages that make up the server stack: the layers a client or a transport is built from
 # must not need them.

@@ -3,7 +3,8 @@
 `serve` (serve.py) runs an app over stdio or Streamable HTTP; `contract` (contract.py) prints its Server
 Card; discover, tools, call, read, prompt, listen and complete (client.py) and task (task.py) talk to a
 server, with the token `login` (login.py) stored; audit (audit.py) checks one for hidden state; install
-(install.py) registers an app with an MCP host. Each subcommand carries its
+(install.py) registers an app with an MCP host; inventory (inventory.py) lists hidden state in a legacy
+server's source. Each subcommand carries its
 `run(args) -> exit status`; `main` only parses and dispatches, so adding a group (inventory, bridge) is
 one module and one line below.
 """
@@ -13,11 +14,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import audit, client, contract, install, login, serve, task
+from . import audit, client, contract, install, inventory, login, serve, task
 from .base import CliError, CommandGroup, Parser
 from .config import ServeConfig
 
-GROUPS: tuple[CommandGroup, ...] = (serve, contract, client, task, login, audit, install)
+GROUPS: tuple[CommandGroup, ...] = (serve, contract, client, task, login, audit, install, inventory)
 
 
 class _Version(argparse.Action):

@@ -1,0 +1,104 @@
+"""The inventory's report formats: a migration plan for the terminal, JSON, Markdown and SARIF 2.1.0."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from typing import Any
+
+from .engine import Inventory
+from .finding import Finding
+from .kinds import KINDS, STEP_TITLES
+
+DOCS_URI = "https://github.com/mcp-stateless/mcp-stateless/blob/main/docs/inventory.md"
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def _by_step(findings: list[Finding]) -> dict[int, list[Finding]]:
+    out: dict[int, list[Finding]] = {}
+    for f in sorted(findings, key=lambda f: (f.step, f.file, f.line)):
+        out.setdefault(f.step, []).append(f)
+    return out
+
+
+def summary(inv: Inventory) -> dict[str, Any]:
+    return {
+        "files": inv.files,
+        "lines": inv.lines,
+        "findings": len(inv.findings),
+        "byKind": dict(sorted(Counter(f.kind for f in inv.findings).items())),
+        "byStep": {str(k): v for k, v in sorted(Counter(f.step for f in inv.findings).items())},
+    }
+
+
+def to_json(inv: Inventory) -> str:
+    return json.dumps({
+        "root": inv.root,
+        "summary": summary(inv),
+        "notes": inv.notes,
+        "findings": [{"file": f.file, "line": f.line, "column": f.column, "kind": f.kind, "step": f.step,
+                      "title": f.rule.title, "message": f.message, "excerpt": f.excerpt, "fix": f.fix}
+                     for f in inv.findings],
+    }, indent=2)
+
+
+def to_text(inv: Inventory) -> str:
+    lines = [f"Inventory of {inv.root}: {len(inv.findings)} finding(s) in {inv.files} file(s), {inv.lines} lines"]
+    lines += [f"note: {n}" for n in inv.notes]
+    for step, group in _by_step(inv.findings).items():
+        lines.append("")
+        lines.append(f"Step {step}. {STEP_TITLES[step]}")
+        for kind in sorted({f.kind for f in group}, key=lambda k: [f.kind for f in group].index(k)):
+            lines.append(f"  [{kind}] {KINDS[kind].title}")
+            lines.append(f"    fix: {KINDS[kind].fix}")
+            for f in group:
+                if f.kind == kind:
+                    lines.append(f"    {f.file}:{f.line}:{f.column}  {f.message}")
+                    lines.append(f"        {f.excerpt}")
+    if not inv.findings:
+        lines.append("No hidden-state dependency found.")
+    return "\n".join(lines) + "\n"
+
+
+def to_markdown(inv: Inventory) -> str:
+    out = [f"# Inventory of `{inv.root}`", "",
+           f"{len(inv.findings)} finding(s) in {inv.files} file(s), {inv.lines} lines.", ""]
+    out += [f"> {n}" for n in inv.notes]
+    for step, group in _by_step(inv.findings).items():
+        out += [f"## Step {step}. {STEP_TITLES[step]}", ""]
+        for kind in dict.fromkeys(f.kind for f in group):
+            out += [f"### `{kind}`: {KINDS[kind].title}", "", f"Fix: {KINDS[kind].fix}", ""]
+            out += [f"- `{f.file}:{f.line}` {f.message}: `{f.excerpt.replace('`', chr(39))}`"
+                    for f in group if f.kind == kind]
+            out.append("")
+    return "\n".join(out)
+
+
+def to_sarif(inv: Inventory, version: str) -> str:
+    kind_ids = sorted({f.kind for f in inv.findings} | set(KINDS))
+    index = {k: i for i, k in enumerate(kind_ids)}
+    rules = [{"id": k, "name": k.title().replace("-", ""),
+              "shortDescription": {"text": KINDS[k].title},
+              "fullDescription": {"text": KINDS[k].title},
+              "help": {"text": KINDS[k].fix, "markdown": KINDS[k].fix},
+              "helpUri": f"{DOCS_URI}#{k}",
+              "properties": {"step": KINDS[k].step, "stepTitle": STEP_TITLES[KINDS[k].step]}}
+             for k in kind_ids]
+    results = []
+    for f in inv.findings:
+        digest = hashlib.sha256(f"{f.kind}\0{f.file}\0{f.excerpt}".encode()).hexdigest()[:32]
+        results.append({
+            "ruleId": f.kind, "ruleIndex": index[f.kind], "level": "warning",
+            "message": {"text": f"{f.message}. Fix: {f.fix}"},
+            "locations": [{"physicalLocation": {
+                "artifactLocation": {"uri": f.file, "uriBaseId": "SRCROOT"},
+                "region": {"startLine": f.line, "startColumn": f.column, "snippet": {"text": f.excerpt}}}}],
+            "partialFingerprints": {"primaryLocationLineHash": digest},
+        })
+    return json.dumps({
+        "$schema": SARIF_SCHEMA, "version": "2.1.0",
+        "runs": [{"tool": {"driver": {"name": "mcp-stateless inventory", "version": version,
+                                      "informationUri": DOCS_URI, "rules": rules}},
+                  "results": results}],
+    }, indent=2)
