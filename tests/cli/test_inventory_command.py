@@ -1,0 +1,71 @@
+"""`mcp-stateless inventory` run as a real subprocess on the fixtures: formats, exit statuses, usage errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+FIXTURES = Path(__file__).resolve().parents[1] / "inventory" / "fixtures" / "python"
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mcp_stateless.cli", "inventory", *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_json_report_shape_and_exit_zero_without_fail_on() -> None:
+    r = _run(str(FIXTURES / "module_state_fastmcp3.py"), "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert set(doc) == {"root", "summary", "notes", "findings"}
+    assert doc["summary"]["byKind"] == {"module-state": 1}
+    assert doc["summary"]["byStep"] == {"4": 1}
+    [f] = doc["findings"]
+    assert (f["file"], f["line"], f["column"], f["kind"], f["step"]) == ("module_state_fastmcp3.py", 9, 5,
+                                                                          "module-state", 4)
+    assert f["excerpt"] == "history.append(thought)  # expect: module-state"
+    assert set(f) == {"file", "line", "column", "kind", "step", "title", "message", "excerpt", "fix"}
+
+
+def test_fail_on_a_present_kind_exits_1_and_on_an_absent_kind_exits_0() -> None:
+    target = str(FIXTURES / "roots_kept_global.py")
+    assert _run(target, "--fail-on", "client-answer-kept").returncode == 1
+    assert _run(target, "--fail-on", "any").returncode == 1
+    assert _run(target, "--fail-on", "event-replay").returncode == 0
+    assert _run(str(FIXTURES / "clean_fastmcp_tools.py"), "--fail-on", "any").returncode == 0
+
+
+def test_usage_errors_exit_2() -> None:
+    assert _run(str(FIXTURES), "--fail-on", "no-such-kind").returncode == 2
+    assert _run(str(FIXTURES / "absent")).returncode == 2
+
+
+def test_kind_filter_and_output_file(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    r = _run(str(FIXTURES / "roots_kept_global.py"), "--json", "--kind", "server-request", "--output", str(out))
+    assert r.returncode == 0 and r.stdout == ""
+    assert [f["kind"] for f in json.loads(out.read_text())["findings"]] == ["server-request"]
+
+
+def test_sarif_has_rules_results_and_fingerprints() -> None:
+    r = _run(str(FIXTURES / "roots_kept_global.py"), "--sarif")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["version"] == "2.1.0"
+    run = doc["runs"][0]
+    assert run["tool"]["driver"]["name"] == "mcp-stateless inventory"
+    rule_ids = [rule["id"] for rule in run["tool"]["driver"]["rules"]]
+    assert [(res["ruleId"], res["locations"][0]["physicalLocation"]["region"]["startLine"]) for res in
+            run["results"]] == [("server-request", 10), ("client-answer-kept", 11)]
+    for res in run["results"]:
+        assert rule_ids[res["ruleIndex"]] == res["ruleId"]
+        assert len(res["partialFingerprints"]["primaryLocationLineHash"]) == 32
+
+
+def test_markdown_and_text_group_by_step() -> None:
+    md = _run(str(FIXTURES / "roots_kept_global.py"), "--markdown").stdout
+    assert md.index("## Step 5.") < md.index("`client-answer-kept`")
+    text = _run(str(FIXTURES / "log_level_lowlevel.py")).stdout
+    assert "Step 4. Remove hidden protocol state" in text and "[log-level-state]" in text
