@@ -59,4 +59,17 @@ done
 step "Published MCP servers for tests/inventory (.cache/inventory-servers)"
 bash scripts/inventory-servers.sh 2>&1 | grep -v "^WARNING: Location"
 
+step "SARIF 2.1.0 JSON schema for tests/cli (.cache/sarif-schema)"
+# The schema file ships in @microsoft/jest-sarif; only the file is kept, nothing is installed into tools/node.
+schema=.cache/sarif-schema/sarif-2.1.0-rtm.5.json
+if [ ! -s "$schema" ]; then
+    tmp=$(mktemp -d)
+    (cd "$tmp" && npm pack -q @microsoft/jest-sarif@1.0.0-beta.0 >/dev/null)
+    mkdir -p .cache/sarif-schema
+    tar -xzf "$tmp"/*.tgz -C "$tmp" package/lib/schemas/sarif-2.1.0-rtm.5.json
+    mv "$tmp/package/lib/schemas/sarif-2.1.0-rtm.5.json" "$schema"
+    rm -rf "$tmp"
+fi
+echo "SARIF schema: $schema"
+
 step "Ready: run the tests with .venv/bin/python -m pytest"

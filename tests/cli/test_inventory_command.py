@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
+import pytest
+
 FIXTURES = Path(__file__).resolve().parents[1] / "inventory" / "fixtures" / "python"
+SARIF_SCHEMA = Path(__file__).resolve().parents[2] / ".cache" / "sarif-schema" / "sarif-2.1.0-rtm.5.json"
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -69,3 +74,17 @@ def test_markdown_and_text_group_by_step() -> None:
     assert md.index("## Step 5.") < md.index("`client-answer-kept`")
     text = _run(str(FIXTURES / "log_level_lowlevel.py")).stdout
     assert "Step 4. Remove hidden protocol state" in text and "[log-level-state]" in text
+
+
+@pytest.mark.parametrize("target", ["roots_kept_global.py", "clean_fastmcp_tools.py", "."])
+def test_sarif_validates_against_the_sarif_2_1_0_schema(target: str) -> None:
+    if not SARIF_SCHEMA.is_file():
+        message = f"{SARIF_SCHEMA} missing: run scripts/setup.sh"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    schema = json.loads(SARIF_SCHEMA.read_text())
+    doc = json.loads(_run(str(FIXTURES / target), "--sarif").stdout)
+    errors = [e.message for e in jsonschema.Draft4Validator(schema).iter_errors(doc)]
+    assert errors == []
+    assert jsonschema.Draft4Validator(schema).is_valid({"version": "2.1.0", "runs": [{"tool": {}}]}) is False
