@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.sarif:
         import mcp_stateless
 
-        text = report.to_sarif(inv, mcp_stateless.__version__) + "\n"
+        text = report.to_sarif(inv, str(mcp_stateless.__version__)) + "\n"
     else:
         text = report.to_text(inv)
     if args.output:

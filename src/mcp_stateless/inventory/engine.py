@@ -109,8 +109,8 @@ def _requirements(path: Path, text: str) -> Iterator[tuple[int, str]]:
             reqs.extend(extra)
         lines = text.splitlines()
         for req in reqs:
-            line = next((i for i, ln in enumerate(lines, 1) if f'"{req}"' in ln or f"'{req}'" in ln), 1)
-            yield line, req
+            number = next((i for i, ln in enumerate(lines, 1) if f'"{req}"' in ln or f"'{req}'" in ln), 1)
+            yield number, str(req)
 
 
 def _dependency_findings(rel: str, path: Path, text: str, written_for_1: bool) -> list[Finding]:
@@ -174,9 +174,10 @@ def inventory(root: str | Path, *, include_tests: bool = False, kinds: set[str] 
             result.lines += len(lines)
             file_findings = python_source.analyze(rel, text)
             tree = trees.get(p)
-            if stdio and mcp_package and tree is not None and not python_source.imports_mcp(tree):
-                file_findings += python_source.stdout_writes(rel, text)
-            elif stdio and tree is not None and python_source.imports_mcp(tree) and not python_source.uses_stdio(tree):
+            # analyze() already reports the stdout writes of a file that itself serves stdio; the package's
+            # other modules share its stdout.
+            if stdio and mcp_package and tree is not None and not (
+                    python_source.imports_mcp(tree) and python_source.uses_stdio(tree)):
                 file_findings += python_source.stdout_writes(rel, text)
             found += file_findings
         elif p.suffix in JS_SUFFIXES:
@@ -191,7 +192,7 @@ def inventory(root: str | Path, *, include_tests: bool = False, kinds: set[str] 
             if ts:
                 try:
                     found += ts(rel, text)
-                except Exception as e:  # noqa: BLE001 - one file's analyzer failure must not stop the inventory
+                except Exception as e:
                     result.notes.append(f"{rel}: not analyzed ({type(e).__name__})")
         else:
             found += _dependency_findings(rel, p, text, written_for_1)

@@ -256,7 +256,7 @@ class _Visitor(ast.NodeVisitor):
         name = _dotted(func)
         leaf = _leaf(func)
         if isinstance(func, ast.Attribute):
-            if leaf in SERVER_REQUESTS and leaf != "sample" or (leaf == "sample" and "ctx" in name):
+            if (leaf in SERVER_REQUESTS and leaf != "sample") or (leaf == "sample" and "ctx" in name):
                 self.add(node, "server-request", f"`{leaf}` asks the client while handling a call")
             elif leaf in ALWAYS_UNSOLICITED:
                 self.add(node, "unsolicited-notification", f"`{leaf}` notifies outside the client's request")
