@@ -169,6 +169,18 @@ class _Visitor(ast.NodeVisitor):
     visit_FunctionDef = _visit_function
     visit_AsyncFunctionDef = _visit_function
 
+    def visit_Yield(self, node: ast.Yield) -> None:
+        fn = self.functions[-1] if self.functions else None
+        if fn is not None and "lifespan" in fn.name and node.value is not None and any(
+                _is_empty_container(n) for n in ast.walk(node.value)):
+            self.add(node, "lifespan-client-state", f"`{fn.name}` yields a container every client writes into")
+        self.generic_visit(node)
+
+    def visit_If(self, node: ast.If) -> None:
+        if self.functions and _names(node.test) & {"clientInfo", "client_info"}:
+            self.add(node, "connection-auth", "a decision taken from the client's self-reported info")
+        self.generic_visit(node)
+
     def visit_Global(self, node: ast.Global) -> None:
         if self.globals:
             self.globals[-1].update(node.names)
@@ -311,6 +323,14 @@ class _Visitor(ast.NodeVisitor):
         if any(_leaf(b).endswith("EventStore") for b in node.bases):
             self.add(node, "event-replay", f"`{node.name}` stores events for Last-Event-ID replay")
         self.generic_visit(node)
+
+
+def _is_empty_container(node: ast.AST) -> bool:
+    if isinstance(node, ast.Dict):
+        return not node.keys
+    if isinstance(node, ast.List | ast.Set):
+        return not node.elts
+    return isinstance(node, ast.Call) and _leaf(node.func) in MUTABLE_CALLS and not node.args
 
 
 def _locals(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
