@@ -1,0 +1,62 @@
+"""The engine: which files are read, suppressions, de-duplication, dependency ranges, stdio packages."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from mcp_stateless.inventory.engine import _admits_mcp2, inventory
+
+STATE = 'from fastmcp import FastMCP\n\nmcp = FastMCP("s")\nseen: list[str] = []\n\n\n@mcp.tool\n' \
+        'def note(text: str) -> None:\n    seen.append(text)\n'
+
+
+def _found(root: Path, **kw: bool) -> set[tuple[str, int, str]]:
+    return {(f.file, f.line, f.kind) for f in inventory(root, **kw).findings}
+
+
+def test_tests_and_vendored_dirs_are_skipped_unless_asked(tmp_path: Path) -> None:
+    for rel in ("app/server.py", "tests/test_server.py", "app/test_x.py", "node_modules/x/s.py", ".venv/s.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(STATE)
+    assert _found(tmp_path) == {("app/server.py", 9, "module-state")}
+    assert _found(tmp_path, include_tests=True) == {(p, 9, "module-state") for p in
+                                                    ("app/server.py", "app/test_x.py", "tests/test_server.py")}
+
+
+def test_suppression_names_only_its_kinds(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text(STATE.replace("seen.append(text)", "seen.append(text)  # mcp-stateless: "
+                                                                      "ignore[process-secret]"))
+    (tmp_path / "b.py").write_text(STATE.replace("    seen.append", "    # mcp-stateless: ignore\n    seen.append"))
+    assert _found(tmp_path) == {("a.py", 9, "module-state")}
+
+
+def test_a_package_served_over_stdio_reports_prints_in_its_other_modules(tmp_path: Path) -> None:
+    (tmp_path / "main.py").write_text('from mcp.server.fastmcp import FastMCP\n\nmcp = FastMCP("m")\nmcp.run()\n')
+    (tmp_path / "util.py").write_text('import sys\n\nprint("loaded")\nprint("ok", file=sys.stderr)\n')
+    assert _found(tmp_path) == {("util.py", 3, "stdout-write")}
+    (tmp_path / "main.py").write_text('from mcp.server.fastmcp import FastMCP\n\nmcp = FastMCP("m")\n'
+                                      'mcp.run(transport="streamable-http")\n')
+    assert _found(tmp_path) == set()
+
+
+def test_dependency_range_needs_both_an_open_range_and_1x_only_imports(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("mcp>=1.0\n")
+    (tmp_path / "s.py").write_text("from mcp.server.lowlevel import Server\n")
+    assert _found(tmp_path) == set()
+    (tmp_path / "s.py").write_text("from mcp.shared.exceptions import McpError\n")
+    assert _found(tmp_path) == {("requirements.txt", 1, "dependency-range")}
+    assert [_admits_mcp2(s) for s in (">=1.0", ">=1,<2", "<2.0", "==1.9.0", "~=1.9", ">=1,<3", "")] == [
+        True, False, False, False, False, True, True]
+
+
+def test_compiled_js_beside_ts_sources_is_not_read_and_a_missing_ts_analyzer_is_a_note(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "dist").mkdir()
+    (tmp_path / "src" / "index.ts").write_text("export const a = 1;\n")
+    (tmp_path / "dist" / "index.js").write_text("export const a = 1;\n")
+    (tmp_path / "dist" / "index.d.ts").write_text("export declare const a: number;\n")
+    inv = inventory(tmp_path)
+    assert inv.files == 1
+    if importlib.util.find_spec("mcp_stateless.inventory.typescript_source") is None:
+        assert len(inv.notes) == 1 and "inventory` extra" in inv.notes[0]
