@@ -18,6 +18,7 @@ from mcp_stateless.audit import report_schema
 ROOT = Path(__file__).resolve().parents[2]
 EXE = str(Path(sys.executable).with_name("mcp-stateless"))
 SDK_PY = ROOT / ".cache" / "venv-mcp-2.3.0" / "bin" / "python"
+FASTMCP_PY = ROOT / ".cache" / "venv-fastmcp-4.1.6" / "bin" / "python"
 KEYS = "k1:" + base64.urlsafe_b64encode(b"audit-test-shared-mrtr-key-00001").decode()
 
 

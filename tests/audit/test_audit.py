@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from auditlib import EXE, KEYS, ROOT, SDK_PY, assert_clean, audit, by_status, serve
+from auditlib import EXE, FASTMCP_PY, KEYS, ROOT, SDK_PY, assert_clean, audit, by_status, serve
 from junitparser import Failure, JUnitXml, Skipped
 
 from services import RedisServer, need
@@ -145,6 +145,9 @@ def _broken() -> list[Any]:
         pytest.param(["--launch", f"{SDK_PY} {servers}/sdk_dynamic_tools.py {{port}}", "--instances", "3"], {},
                      {"stateless.history": "balancer"}, "never of earlier calls",
                      id="mcp-2.3.0-tool-list-depends-on-earlier-calls"),
+        pytest.param(["--launch", f"{FASTMCP_PY} {servers}/fastmcp_unlock_tools.py {{port}}", "--instances", "3"],
+                     {}, {"stateless.history": "balancer"}, "never of earlier calls",
+                     id="fastmcp-4.1.6-tool-list-depends-on-earlier-calls"),
     ]
 
 
@@ -153,6 +156,8 @@ def test_broken_server_is_reported_with_its_step_and_fix_and_nothing_else(
         args: list[str], env: dict[str, str], expected: dict[str, Any], fix: str, tmp_path: Path) -> None:
     if any(str(SDK_PY) in a for a in args):
         need(SDK_PY, "the official SDK venv (mcp==2.3.0)")
+    if any(str(FASTMCP_PY) in a for a in args):
+        need(FASTMCP_PY, "the fastmcp venv (fastmcp==4.1.6)")
     rc, rep, junit = audit(args, tmp_path, {k: v.replace("{tmp}", str(tmp_path)) for k, v in env.items()})
     failed = by_status(rep, "fail")
     assert rc == 1 and rep["summary"]["ok"] is False
