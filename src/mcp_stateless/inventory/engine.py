@@ -151,18 +151,18 @@ def inventory(root: str | Path, *, include_tests: bool = False, kinds: set[str] 
             except OSError:
                 continue
     py = {p: t for p, t in texts.items() if p.suffix == ".py"}
-    trees: dict[Path, ast.Module | None] = {}
+    trees: dict[Path, ast.Module] = {}  # every Python file that parses, parsed once
     for p, t in py.items():
         try:
             trees[p] = ast.parse(t)
         except (SyntaxError, ValueError, RecursionError):
-            trees[p] = None
-    stdio = any(tree is not None and python_source.imports_mcp(tree) and python_source.uses_stdio(tree)
-                for tree in trees.values())
-    mcp_package = any(tree is not None and python_source.imports_mcp(tree) for tree in trees.values())
-    written_for_1 = any(tree is not None and any(m.startswith(MCP1_ONLY) for m in python_source.imported_modules(tree))
+            continue
+    mcp_files = {p for p, tree in trees.items() if python_source.imports_mcp(tree)}
+    stdio_files = {p for p in mcp_files if python_source.uses_stdio(trees[p])}
+    written_for_1 = any(any(m.startswith(MCP1_ONLY) for m in python_source.imported_modules(tree))
                         for tree in trees.values())
-    ts = None
+    ts: Callable[[str, str], list[Finding]] | None = None
+    ts_looked_up = False  # imported only when the tree holds such a file
     found: list[Finding] = []
     per_file_lines: dict[str, list[str]] = {}
     for p, text in texts.items():
@@ -172,24 +172,23 @@ def inventory(root: str | Path, *, include_tests: bool = False, kinds: set[str] 
         if p.suffix == ".py":
             result.files += 1
             result.lines += len(lines)
-            file_findings = python_source.analyze(rel, text)
             tree = trees.get(p)
-            # analyze() already reports the stdout writes of a file that itself serves stdio; the package's
+            if tree is None:  # does not parse: nothing can be told of it
+                continue
+            found += python_source.analyze_tree(rel, text, tree)
+            # analyze_tree() already reports the stdout writes of a file that itself serves stdio; the package's
             # other modules share its stdout.
-            if stdio and mcp_package and tree is not None and not (
-                    python_source.imports_mcp(tree) and python_source.uses_stdio(tree)):
-                file_findings += python_source.stdout_writes(rel, text)
-            found += file_findings
+            if stdio_files and p not in stdio_files:
+                found += python_source.stdout_writes(rel, lines, tree)
         elif p.suffix in JS_SUFFIXES:
             result.files += 1
             result.lines += len(lines)
-            if ts is None:
-                ts = _typescript()
+            if not ts_looked_up:
+                ts, ts_looked_up = _typescript(), True
                 if ts is None:
                     result.notes.append("TypeScript/JavaScript files were not analyzed: install the `inventory` "
                                         "extra (pip install 'mcp-stateless[inventory]').")
-                    ts = False  # type: ignore[assignment]
-            if ts:
+            if ts is not None:
                 try:
                     found += ts(rel, text)
                 except Exception as e:

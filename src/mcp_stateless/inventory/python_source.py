@@ -8,7 +8,6 @@ decides); names are resolved through the file's imports, so `from mcp.server.fas
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 
 from .finding import Finding
 
@@ -96,13 +95,8 @@ def _is_session_key(node: ast.AST) -> bool:
     return False
 
 
-def stdout_writes(path: str, text: str) -> list[Finding]:
-    """stdout writes of a file (the engine keeps them only for a package served over stdio)."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return []
-    lines = text.splitlines()
+def stdout_writes(path: str, lines: list[str], tree: ast.Module) -> list[Finding]:
+    """stdout writes of a parsed file (the engine keeps them only for a package served over stdio)."""
     out: list[Finding] = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
@@ -361,23 +355,26 @@ def _module_mutables(tree: ast.Module) -> set[str]:
     return out
 
 
-def _iter_findings(path: str, text: str) -> Iterator[Finding]:
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return
+def analyze_tree(path: str, text: str, tree: ast.Module) -> list[Finding]:
+    """Findings of one parsed Python file (the engine parses each file once and hands the tree here)."""
     if not imports_mcp(tree):
-        return
-    visitor = _Visitor(path, text.splitlines(), _module_mutables(tree))
-    visitor.visit(tree)
-    yield from visitor.found
-    if uses_stdio(tree):
-        yield from stdout_writes(path, text)
+        return []
+    lines = text.splitlines()
+    try:
+        visitor = _Visitor(path, lines, _module_mutables(tree))
+        visitor.visit(tree)
+        found = visitor.found
+        if uses_stdio(tree):
+            found += stdout_writes(path, lines, tree)
+    except RecursionError:
+        return []
+    return found
 
 
 def analyze(path: str, text: str) -> list[Finding]:
     """Findings of one Python file; a file that does not parse, or uses no MCP SDK, yields none."""
     try:
-        return list(_iter_findings(path, text))
-    except RecursionError:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
         return []
+    return analyze_tree(path, text, tree)
