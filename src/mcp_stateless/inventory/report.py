@@ -49,7 +49,7 @@ def to_text(inv: Inventory) -> str:
     for step, group in _by_step(inv.findings).items():
         lines.append("")
         lines.append(f"Step {step}. {STEP_TITLES[step]}")
-        for kind in sorted({f.kind for f in group}, key=lambda k: [f.kind for f in group].index(k)):
+        for kind in dict.fromkeys(f.kind for f in group):  # in order of first appearance
             lines.append(f"  [{kind}] {KINDS[kind].title}")
             lines.append(f"    fix: {KINDS[kind].fix}")
             for f in group:
@@ -76,7 +76,7 @@ def to_markdown(inv: Inventory) -> str:
 
 
 def to_sarif(inv: Inventory, version: str) -> str:
-    kind_ids = sorted({f.kind for f in inv.findings} | set(KINDS))
+    kind_ids = sorted(KINDS)  # every finding's kind is one of them
     index = {k: i for i, k in enumerate(kind_ids)}
     rules = [{"id": k, "name": k.title().replace("-", ""),
               "shortDescription": {"text": KINDS[k].title},
