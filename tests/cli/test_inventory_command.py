@@ -66,7 +66,18 @@ def test_sarif_has_rules_results_and_fingerprints() -> None:
             run["results"]] == [("server-request", 10), ("client-answer-kept", 11)]
     for res in run["results"]:
         assert rule_ids[res["ruleIndex"]] == res["ruleId"]
-        assert len(res["partialFingerprints"]["primaryLocationLineHash"]) == 32
+        assert len(res["partialFingerprints"]["mcpStatelessFinding/v1"]) == 32
+
+
+def test_sarif_fingerprints_survive_lines_moving(tmp_path: Path) -> None:
+    """Code scanning matches a finding across commits by its fingerprint: a line added above must not change it."""
+    def fingerprints(path: Path) -> list[str]:
+        doc = json.loads(_run(str(path), "--sarif").stdout)
+        return [res["partialFingerprints"]["mcpStatelessFinding/v1"] for res in doc["runs"][0]["results"]]
+    source = (FIXTURES / "roots_kept_global.py").read_text()
+    moved = tmp_path / "roots_kept_global.py"
+    moved.write_text("# a comment added above\n\n" + source)
+    assert fingerprints(moved) == fingerprints(FIXTURES / "roots_kept_global.py") != []
 
 
 def test_markdown_and_text_group_by_step() -> None:

@@ -11,7 +11,6 @@ from .engine import Inventory
 from .finding import Finding
 from .kinds import KINDS, STEP_TITLES
 
-DOCS_URI = "https://github.com/mcp-stateless/mcp-stateless/blob/main/docs/inventory.md"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
@@ -82,7 +81,6 @@ def to_sarif(inv: Inventory, version: str) -> str:
               "shortDescription": {"text": KINDS[k].title},
               "fullDescription": {"text": KINDS[k].title},
               "help": {"text": KINDS[k].fix, "markdown": KINDS[k].fix},
-              "helpUri": f"{DOCS_URI}#{k}",
               "properties": {"step": KINDS[k].step, "stepTitle": STEP_TITLES[KINDS[k].step]}}
              for k in kind_ids]
     results = []
@@ -94,11 +92,12 @@ def to_sarif(inv: Inventory, version: str) -> str:
             "locations": [{"physicalLocation": {
                 "artifactLocation": {"uri": f.file, "uriBaseId": "SRCROOT"},
                 "region": {"startLine": f.line, "startColumn": f.column, "snippet": {"text": f.excerpt}}}}],
-            "partialFingerprints": {"primaryLocationLineHash": digest},
+            # Our own key: GitHub derives its primaryLocationLineHash itself and would misread one we computed.
+            "partialFingerprints": {"mcpStatelessFinding/v1": digest},
         })
     return json.dumps({
         "$schema": SARIF_SCHEMA, "version": "2.1.0",
         "runs": [{"tool": {"driver": {"name": "mcp-stateless inventory", "version": version,
-                                      "informationUri": DOCS_URI, "rules": rules}},
+                                      "rules": rules}},
                   "results": results}],
     }, indent=2)
