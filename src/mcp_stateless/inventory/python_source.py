@@ -98,8 +98,9 @@ def _is_session_key(node: ast.AST) -> bool:
 def stdout_writes(path: str, lines: list[str], tree: ast.Module) -> list[Finding]:
     """stdout writes of a parsed file (the engine keeps them only for a package served over stdio)."""
     out: list[Finding] = []
+    elsewhere = _not_stdio_branches(tree)
     for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
+        if not isinstance(node, ast.Call) or id(node) in elsewhere:
             continue
         name = _dotted(node.func)
         what = ""
@@ -115,6 +116,37 @@ def stdout_writes(path: str, lines: list[str], tree: ast.Module) -> list[Finding
         if what:
             out.append(_finding(path, lines, node, "stdout-write", what))
     return out
+
+
+_HTTP_TRANSPORTS = frozenset({"sse", "http", "streamable-http", "streamable_http"})
+
+
+def _transport_test(test: ast.expr) -> tuple[str, bool] | None:
+    """(transport name, equal?) for a test such as `transport == "sse"` or `"stdio" != args.transport`."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq | ast.NotEq)):
+        return None
+    for side in (test.left, test.comparators[0]):
+        if isinstance(side, ast.Constant) and isinstance(side.value, str):
+            return side.value, isinstance(test.ops[0], ast.Eq)
+    return None
+
+
+def _not_stdio_branches(tree: ast.Module) -> set[int]:
+    """Ids of the nodes in branches taken only when the server does not serve stdio (a multi-transport main),
+    where stdout is not the protocol channel."""
+    ids: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.If) or (got := _transport_test(node.test)) is None:
+            continue
+        name, equal = got
+        if name in _HTTP_TRANSPORTS:
+            branch = node.body if equal else node.orelse
+        elif name == "stdio":
+            branch = node.orelse if equal else node.body
+        else:
+            continue
+        ids |= {id(sub) for stmt in branch for sub in ast.walk(stmt)}
+    return ids
 
 
 def _finding(path: str, lines: list[str], node: ast.AST, kind: str, message: str) -> Finding:
