@@ -156,10 +156,13 @@ def _finding(path: str, lines: list[str], node: ast.AST, kind: str, message: str
 
 
 class _Visitor(ast.NodeVisitor):
-    def __init__(self, path: str, lines: list[str], module_mutables: set[str]) -> None:
+    def __init__(self, path: str, lines: list[str], module_mutables: set[str],
+                 class_mutables: dict[str, set[str]]) -> None:
         self.path = path
         self.lines = lines
         self.module_mutables = module_mutables
+        self.class_mutables = class_mutables
+        self.classes: list[str] = []
         self.found: list[Finding] = []
         self.functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
         self.globals: list[set[str]] = []
@@ -227,6 +230,17 @@ class _Visitor(ast.NodeVisitor):
                 return base.id
         return ""
 
+    def _class_state(self, base: ast.expr) -> str:
+        """`Cls.attr` or `self.attr` in a method of `Cls`, where `attr` is a mutable class attribute: '' if not."""
+        if not self.functions or not isinstance(base, ast.Attribute):
+            return ""
+        owner = _dotted(base.value)
+        if owner == "self" and self.classes:
+            owner = self.classes[-1]
+        if base.attr in self.class_mutables.get(owner, set()):
+            return f"{owner}.{base.attr}"
+        return ""
+
     def _closure_state(self, base: ast.expr) -> bool:
         """`db.items` in a handler nested in the function that made `db`: process-lifetime state, no handle."""
         if not (self.handler_depth and self.handler_depth[-1]) or len(self.functions) < 2:
@@ -271,6 +285,9 @@ class _Visitor(ast.NodeVisitor):
             if isinstance(target, ast.Subscript) and _is_session_key(target.slice):
                 self.add(node, "session-keyed-state", "state stored under the session as key")
                 continue
+            if isinstance(target, ast.Subscript) and self._class_state(target.value):
+                self.add(node, "module-state", f"class-level `{self._class_state(target.value)}` written by a function")
+                continue
             written = self._nonlocal_target(target)
             is_self = isinstance(target, ast.Attribute) and _dotted(target.value) == "self"
             if (written or is_self) and _names(value) & INIT_ATTRS:
@@ -312,6 +329,9 @@ class _Visitor(ast.NodeVisitor):
                         self.add(node, "client-answer-kept", f"a client's answer kept in `{base.id}`")
                     else:
                         self.add(node, "module-state", f"module-level `{base.id}` mutated by a function")
+                elif self._class_state(base):
+                    self.add(node, "module-state", f"class-level `{self._class_state(base)}`, one object for every "
+                                                   "instance, mutated by a function")
                 elif self._closure_state(base):
                     self.add(node, "module-state", f"`{_dotted(base)}`, shared by every call, mutated by a handler")
             elif leaf == "get" and node.args and isinstance(node.args[0], ast.Constant) and isinstance(
@@ -348,7 +368,9 @@ class _Visitor(ast.NodeVisitor):
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         if any(_leaf(b).endswith("EventStore") for b in node.bases):
             self.add(node, "event-replay", f"`{node.name}` stores events for Last-Event-ID replay")
+        self.classes.append(node.name)
         self.generic_visit(node)
+        self.classes.pop()
 
 
 def _is_empty_container(node: ast.AST) -> bool:
@@ -369,6 +391,32 @@ def _locals(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     return out - declared
 
 
+def _is_mutable_value(value: ast.expr) -> bool:
+    return isinstance(value, ast.Dict | ast.List | ast.Set | ast.DictComp | ast.ListComp | ast.SetComp) or (
+        isinstance(value, ast.Call) and _leaf(value.func) in MUTABLE_CALLS)
+
+
+def _class_mutables(tree: ast.Module) -> dict[str, set[str]]:
+    """Per module-level class: its mutable class attributes (one object shared by every instance), except those
+    the class rebinds per instance (`self.x = ...` in a method)."""
+    out: dict[str, set[str]] = {}
+    for cls in tree.body:
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        attrs: set[str] = set()
+        for stmt in cls.body:
+            if isinstance(stmt, ast.Assign) and _is_mutable_value(stmt.value):
+                attrs.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+            elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None and _is_mutable_value(stmt.value) \
+                    and isinstance(stmt.target, ast.Name):
+                attrs.add(stmt.target.id)
+        rebound = {t.attr for n in ast.walk(cls) if isinstance(n, ast.Assign) for t in n.targets
+                   if isinstance(t, ast.Attribute) and _dotted(t.value) == "self"}
+        if attrs - rebound:
+            out[cls.name] = attrs - rebound
+    return out
+
+
 def _module_mutables(tree: ast.Module) -> set[str]:
     out: set[str] = set()
     for stmt in tree.body:
@@ -380,9 +428,7 @@ def _module_mutables(tree: ast.Module) -> set[str]:
             targets, value = [stmt.target], stmt.value
         if value is None:
             continue
-        mutable = isinstance(value, ast.Dict | ast.List | ast.Set | ast.DictComp | ast.ListComp | ast.SetComp) or (
-            isinstance(value, ast.Call) and _leaf(value.func) in MUTABLE_CALLS)
-        if mutable:
+        if _is_mutable_value(value):
             out.update(t.id for t in targets if isinstance(t, ast.Name))
     return out
 
@@ -393,7 +439,7 @@ def analyze_tree(path: str, text: str, tree: ast.Module) -> list[Finding]:
         return []
     lines = text.splitlines()
     try:
-        visitor = _Visitor(path, lines, _module_mutables(tree))
+        visitor = _Visitor(path, lines, _module_mutables(tree), _class_mutables(tree))
         visitor.visit(tree)
         found = visitor.found
         if uses_stdio(tree):
