@@ -43,7 +43,8 @@ def _highest_major(comparator: str) -> float:
             if op in {">=", ">"}:
                 return math.inf
             if op == "<":
-                return major - 1 if minor == 0 and patch in {0, math.inf} and major != math.inf else major
+                # `<2`, `<2.x`, `<2.0.0` all stop below 2.0.0
+                return major - 1 if minor in {0, math.inf} and patch in {0, math.inf} and major != math.inf else major
             return major
     return _version(comparator)[0]  # a bare or partial version: 1, 1.x, 1.2.3, *
 

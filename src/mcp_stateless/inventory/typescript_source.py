@@ -710,7 +710,7 @@ class _Analyzer:
         elif leaf in NOTIFY and (leaf != "notification" or self._serverish(recv)) and (
                 self._outside() or not self.frames):
             self.add(node, "unsolicited-notification", f"`{leaf}` from a timer, watcher or hook, outside a request")
-        elif leaf in REGISTRATIONS and self._serverish(recv) and (
+        elif leaf in REGISTRATIONS and (leaf.startswith("register") or self._serverish(recv)) and (
                 self.cap_conditions or any(f.oninit for f in self.frames) or self._in_handler_or_outside()):
             why = "on the client's capabilities" if self.cap_conditions else "after initialize"
             self.add(node, "per-connection-registration", f"`{leaf}` registered {why}")
