@@ -716,8 +716,10 @@ class _Analyzer:
             self.add(node, "per-connection-registration", f"`{leaf}` registered {why}")
         elif leaf in HANDLE_METHODS and not args and recv is not None and _text(recv) in self.pre.registrations:
             self.add(node, "per-connection-registration", f"`{_text(recv)}.{leaf}()` changes the catalogue at run time")
-        elif func.type == "identifier" and leaf.startswith("register") and any(f.oninit for f in self.frames):
-            self.add(node, "per-connection-registration", f"`{leaf}` runs after initialize, per connection")
+        elif func.type == "identifier" and leaf.startswith("register") and (
+                any(f.oninit for f in self.frames) or self._in_handler_or_outside()):
+            # a helper that registers (the helpers' own bodies are plain functions, so this is where it shows)
+            self.add(node, "per-connection-registration", f"`{leaf}` registers at run time, per connection")
         elif leaf in {"getClientCapabilities", "getClientVersion"}:
             self.add(node, "initialize-state", f"`{leaf}()` reads what the client sent in initialize")
         elif leaf == "setRequestHandler" and first is not None:
