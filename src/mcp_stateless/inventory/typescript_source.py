@@ -338,7 +338,7 @@ def _prepass(src: Source, root: Node) -> _Prepass:
         elif t == "variable_declarator":
             name = _text(node.child_by_field_name("name"))
             value = node.child_by_field_name("value")
-            if value is None:
+            if value is None or value.type in FUNCTIONS:  # a function's body is walked on its own
                 continue
             if any(_is_server_request(n) for n in _walk(value)):
                 pre.answer_names.add(name)
@@ -550,7 +550,7 @@ class _Analyzer:
         if name.type == "identifier":
             n = _text(name)
             frame.locals.add(n)
-            if value is not None:
+            if value is not None and value.type not in FUNCTIONS:
                 if self._answer(value):
                     frame.answers.add(n)
                 if self._caps(value):
