@@ -111,6 +111,16 @@ def _walk(node: Node, depth: int = 0) -> Iterator[Node]:
             stack.extend((c, d + 1) for c in reversed(n.children))
 
 
+def _walk_value(node: Node) -> Iterator[Node]:
+    """The nodes of an expression's own value: a function inside it runs later, not as part of it."""
+    stack = [(node, 0)]
+    while stack:
+        n, d = stack.pop()
+        yield n
+        if d < _MAX_DEPTH and (n is node or n.type not in FUNCTIONS):
+            stack.extend((c, d + 1) for c in reversed(n.children))
+
+
 def _identifiers(node: Node) -> set[str]:
     return {_text(n) for n in _walk(node) if n.type in {"identifier", "shorthand_property_identifier"}}
 
@@ -340,7 +350,7 @@ def _prepass(src: Source, root: Node) -> _Prepass:
             value = node.child_by_field_name("value")
             if value is None or value.type in FUNCTIONS:  # a function's body is walked on its own
                 continue
-            if any(_is_server_request(n) for n in _walk(value)):
+            if any(_is_server_request(n) for n in _walk_value(value)):
                 pre.answer_names.add(name)
             inner = value.named_children[0] if value.type == "await_expression" and value.named_children else value
             if inner.type == "call_expression":
@@ -449,9 +459,9 @@ class _Analyzer:
         return False
 
     def _answer(self, node: Node) -> bool:
-        if any(_is_server_request(n) for n in _walk(node)):
+        if any(_is_server_request(n) for n in _walk_value(node)):
             return True
-        names = _identifiers(node)
+        names = {_text(n) for n in _walk_value(node) if n.type in {"identifier", "shorthand_property_identifier"}}
         return any(names & f.answers for f in self.frames)
 
     def _caps(self, node: Node) -> bool:
@@ -496,7 +506,7 @@ class _Analyzer:
     def _function(self, fn: Node, depth: int) -> None:
         parent = fn.parent
         role = "plain"
-        oninit = False
+        oninit = session_hook = False
         name = _function_name(fn)
         if parent is not None and parent.type == "arguments" and parent.parent is not None:
             leaf = _leaf(parent.parent.child_by_field_name("function"))
@@ -506,14 +516,16 @@ class _Analyzer:
             if hook in OUTSIDE_HOOKS:
                 role, oninit = "outside", hook == "oninitialized"
         elif parent is not None and parent.type == "pair" and _leaf(parent.child_by_field_name("key")) in {
-                "oninitialized", "onclose"}:
+                "oninitialized", "onclose", "onsessioninitialized", "onsessionclosed"}:
             role = "outside"
+            session_hook = _leaf(parent.child_by_field_name("key")).startswith("onsession")
         if name and name in self.pre.outside:
             role = "outside"
         params = _params(fn)
         frame = _Frame(role, oninit, set(params))
         frame.answers = {params[i] for i in self.pre.answer_params.get(name, set()) if i < len(params) and params[i]}
-        frame.sessions = {p for p in params if p in SESSION_NAMES}
+        # the transport's session callbacks are given the session id
+        frame.sessions = {p for p in params if p in SESSION_NAMES or (session_hook and p)}
         self.frames.append(frame)
         saved, self.cap_conditions = self.cap_conditions, 0
         for child in fn.children:
@@ -733,12 +745,19 @@ class _Analyzer:
             elif header == "last-event-id":
                 self.add(node, "event-replay", "reads Last-Event-ID to replay a broken stream")
         if leaf == "get" and first is not None and _string_value(first) is not None and any(
-                a.type in FUNCTIONS and _mentions_call(a, frozenset({"handleRequest"})) for a in args[1:]):
+                self._serves_mcp(a) for a in args[1:]):
             self.add(node, "get-stream", f"GET {_string_value(first)}: the standalone server-to-client stream")
         if self.stdio and func.type == "member_expression":
             obj = _text(recv)
             if (obj == "console" and leaf in STDOUT_CONSOLE) or (obj == "process.stdout" and leaf == "write"):
                 self.add(node, "stdout-write", f"`{_text(func)}` writes to stdout, the stdio protocol channel")
+
+    def _serves_mcp(self, handler: Node) -> bool:
+        """A route handler (inline, or a function of the file by name) that hands the request to a transport."""
+        if handler.type == "identifier":
+            handler = self.pre.functions.get(_text(handler), handler)
+        return handler.type in FUNCTIONS and _mentions_call(handler, frozenset({"handleRequest",
+                                                                               "handlePostMessage"}))
 
     def _request_handler(self, node: Node, schema: Node, args: list[Node]) -> None:
         name = _canonical(self.src, schema) or _leaf(schema)
