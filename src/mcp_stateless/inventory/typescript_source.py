@@ -711,7 +711,9 @@ class _Analyzer:
         args = _args(node)
         first = args[0] if args else None
         if leaf in SERVER_REQUESTS and func.type == "member_expression":
-            self.add(node, "server-request", f"`{leaf}` asks the client while handling a call")
+            when = "outside any request (a hook, timer or notification handler)" if self._outside() else \
+                "while handling a call"
+            self.add(node, "server-request", f"`{leaf}` asks the client {when}")
         elif leaf in {"ping", "request"} and self._serverish(recv):
             method = "ping" if leaf == "ping" else _object_method(first) if first is not None and \
                 first.type == "object" else self.pre.methods.get(_text(first), "")
