@@ -567,7 +567,7 @@ class _Analyzer:
                     frame.answers.add(n)
                 if self._caps(value):
                     frame.caps.add(n)
-                if self._session_key(value) or (value.type == "binary_expression" and self._session_key(value)):
+                if self._session_key(value):
                     frame.sessions.add(n)
         else:
             for p in _walk(name):
@@ -578,14 +578,21 @@ class _Analyzer:
                     self.add(p, "session-id-read", "destructures `sessionId`")
 
     def _secret(self, node: Node, value: Node) -> None:
-        inner = value.named_children[0] if value.type == "await_expression" and value.named_children else value
-        while inner.type == "member_expression" or (inner.type == "call_expression" and _leaf(
-                inner.child_by_field_name("function")) in {"toString", "toString('hex')"}):
-            obj = inner.child_by_field_name("object") if inner.type == "member_expression" else \
-                inner.child_by_field_name("function")
-            if obj is None:
+        inner = value
+        # randomBytes(32).toString("hex"), (await x()).y: the call the value is made from
+        while inner.type in {"await_expression", "parenthesized_expression", "member_expression"} or (
+                inner.type == "call_expression" and _leaf(inner.child_by_field_name("function")) in {
+                    "toString", "slice", "substring", "toUpperCase", "toLowerCase", "replace", "replaceAll"}):
+            if inner.type == "call_expression":
+                func = inner.child_by_field_name("function")
+                nxt = func.child_by_field_name("object") if func is not None else None
+            elif inner.type == "member_expression":
+                nxt = inner.child_by_field_name("object")
+            else:
+                nxt = inner.named_children[0] if inner.named_children else None
+            if nxt is None:
                 return
-            inner = obj
+            inner = nxt
         if inner.type == "call_expression" and _leaf(inner.child_by_field_name("function")) in SECRET_CALLS:
             leaf = _leaf(inner.child_by_field_name("function"))
             self.add(node, "process-secret", f"`{leaf}()` at module load: a different key per process")
@@ -623,7 +630,7 @@ class _Analyzer:
                 base = base.child_by_field_name("object")
             owner = self._module_name(base, self.pre.module_lets | self.pre.module_containers)
             if left.type == "subscript_expression" and self._session_key(left.child_by_field_name("index")) and (
-                    owner or self._outer(base)):
+                    owner or self._outer(base) or self._outer(left.child_by_field_name("object"))):
                 self.add(node, "session-keyed-state", "state stored under the session id as key")
                 return
             written = owner
@@ -637,7 +644,10 @@ class _Analyzer:
             self.add(node, "module-state", f"module-level `{written}` written by a function")
 
     def _outer(self, base: Node | None) -> bool:
-        """An object made by an enclosing function, not the current one (a per-server map in a factory)."""
+        """An object that outlives the call: made by an enclosing function (a per-server map in a factory), or a
+        field of `this` (a server class's map)."""
+        if base is not None and base.type == "member_expression":
+            return _text(base.child_by_field_name("object")) == "this"
         if base is None or base.type != "identifier" or len(self.frames) < 2:
             return False
         name = _text(base)
@@ -728,7 +738,7 @@ class _Analyzer:
                 self.cap_conditions or any(f.oninit for f in self.frames) or self._in_handler_or_outside()):
             why = "on the client's capabilities" if self.cap_conditions else "after initialize"
             self.add(node, "per-connection-registration", f"`{leaf}` registered {why}")
-        elif leaf in HANDLE_METHODS and not args and recv is not None and _text(recv) in self.pre.registrations:
+        elif leaf in HANDLE_METHODS and recv is not None and _text(recv) in self.pre.registrations:
             self.add(node, "per-connection-registration", f"`{_text(recv)}.{leaf}()` changes the catalogue at run time")
         elif func.type == "identifier" and leaf.startswith("register") and (
                 any(f.oninit for f in self.frames) or self._in_handler_or_outside()):
