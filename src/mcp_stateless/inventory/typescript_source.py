@@ -121,6 +121,10 @@ def _walk_value(node: Node) -> Iterator[Node]:
             stack.extend((c, d + 1) for c in reversed(n.children))
 
 
+def _value_names(node: Node) -> set[str]:
+    return {_text(n) for n in _walk_value(node) if n.type in {"identifier", "shorthand_property_identifier"}}
+
+
 def _identifiers(node: Node) -> set[str]:
     return {_text(n) for n in _walk(node) if n.type in {"identifier", "shorthand_property_identifier"}}
 
@@ -382,7 +386,7 @@ def _prepass(src: Source, root: Node) -> _Prepass:
                 containers.add(_text(func.child_by_field_name("object")))
             if func is not None and func.type == "identifier":
                 for i, a in enumerate(args):
-                    if _identifiers(a) & pre.answer_names or _is_server_request(a):
+                    if a.type not in FUNCTIONS and (_value_names(a) & pre.answer_names or _is_server_request(a)):
                         pre.answer_params.setdefault(_text(func), set()).add(i)
     pre.registrations.update(name for name, container in pending if container in containers)
     return pre
@@ -461,7 +465,7 @@ class _Analyzer:
     def _answer(self, node: Node) -> bool:
         if any(_is_server_request(n) for n in _walk_value(node)):
             return True
-        names = {_text(n) for n in _walk_value(node) if n.type in {"identifier", "shorthand_property_identifier"}}
+        names = _value_names(node)
         return any(names & f.answers for f in self.frames)
 
     def _caps(self, node: Node) -> bool:
