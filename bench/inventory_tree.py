@@ -1,7 +1,8 @@
 """Time `inventory` on a generated source tree of at least 50,000 lines (bar: under 10 s).
 
 The tree (in a temp dir) holds server-like Python modules, some with hidden-state patterns, and TypeScript
-modules; the TypeScript ones are analyzed only when the TypeScript analyzer is installed (the report says so).
+modules on `@modelcontextprotocol/sdk` (about half the lines), analyzed with tree-sitter (the `inventory` extra;
+without it the report's note says they were skipped).
 Usage: .venv/bin/python bench/inventory_tree.py [--lines N]
 """
 
@@ -41,31 +42,47 @@ PY_HELPER = '''def helper_{n}_{i}(values: list[int]) -> int:
 
 '''
 TS_MODULE = '''import {{ McpServer }} from "@modelcontextprotocol/sdk/server/mcp.js";
+import {{ z }} from "zod";
 
 const server = new McpServer({{ name: "bench-{n}", version: "1.0.0" }});
 const sessions = new Map<string, number>();
 
-export function helper{n}(values: number[]): number {{
+server.registerTool("tool_{n}", {{ inputSchema: {{ text: z.string() }} }}, async ({{ text }}, extra) => {{
+  if ({n} % 7 === 0) {{
+    sessions.set(extra.sessionId ?? "", text.length);
+  }}
+  const words = text.split(" ").map((w) => w.trim());
+  return {{ content: [{{ type: "text", text: `${{words.length}}` }}] }};
+}});
+'''
+TS_HELPER = '''
+export function helper{n}_{i}(values: number[]): number {{
   let total = 0;
   for (const v of values) {{
-    total += v % 2 ? v : -v;
+    if (v % 2) {{
+      total += v * {i};
+    }} else {{
+      total -= v;
+    }}
   }}
   return total;
 }}
 '''
 
 
-def build(root: Path, target_lines: int) -> int:
-    lines, n = 0, 0
+def build(root: Path, target_lines: int) -> tuple[int, int]:
+    """Write the tree; (lines written, of which TypeScript)."""
+    lines, ts_lines, n = 0, 0, 0
     while lines < target_lines:
         py = PY_MODULE.format(n=n) + "".join(PY_HELPER.format(n=n, i=i) for i in range(20))
         (root / f"pkg{n % 10}").mkdir(exist_ok=True)
         (root / f"pkg{n % 10}" / f"server_{n}.py").write_text(py)
-        ts = TS_MODULE.format(n=n)
+        ts = TS_MODULE.format(n=n) + "".join(TS_HELPER.format(n=n, i=i) for i in range(20))
         (root / f"pkg{n % 10}" / f"server_{n}.ts").write_text(ts)
         lines += py.count("\n") + ts.count("\n")
+        ts_lines += ts.count("\n")
         n += 1
-    return lines
+    return lines, ts_lines
 
 
 def main() -> None:
@@ -74,11 +91,11 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        written = build(root, args.lines)
+        written, ts_written = build(root, args.lines)
         start = time.perf_counter()
         inv = inventory(root)
         seconds = time.perf_counter() - start
-    print(f"lines written {written}, files {inv.files}, lines inventoried {inv.lines}, "
+    print(f"lines written {written} (TypeScript {ts_written}), files {inv.files}, lines inventoried {inv.lines}, "
           f"seconds {seconds:.2f}, findings {len(inv.findings)}")
     for note in inv.notes:
         print(f"note: {note}")

@@ -1,6 +1,8 @@
 """Every README and docs example, run as written (only the port changes, to a free one).
 
 - every ```python block compiles; the programs among them (docs/serving.md) run;
+- every ```ts block parses; an inventory snippet headed `// before: KIND` is reported with KIND, one headed
+  `// after` with nothing;
 - a block that shows an example file is that file (README: examples/echo.py, greet.py; docs: mounting);
 - every `mcp-stateless serve FILE:ATTR` named anywhere loads, and the tools the blocks call exist on it;
 - the README walkthrough: the first block's serve command (in the foreground, as a subprocess), the curl
@@ -39,6 +41,21 @@ def readme_block(containing: str, lang: str = "bash") -> str:
 def sh(script: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_ts_block_parses_and_the_inventory_snippets_report_what_they_say(page: Path) -> None:
+    from mcp_stateless.inventory import typescript_source
+
+    for i, src in enumerate(blocks(page, "ts")):
+        root = typescript_source.parse("block.ts", src).root
+        assert root is not None and not root.has_error, f"{page.name} ts block {i + 1} does not parse"
+        first = src.splitlines()[0]
+        kinds = {f.kind for f in typescript_source.analyze("block.ts", src)}
+        if first.startswith("// before: "):
+            assert first.removeprefix("// before: ") in kinds, f"{page.name} ts block {i + 1}: {kinds}"
+        elif first == "// after":
+            assert kinds == set(), f"{page.name} ts block {i + 1}: {kinds}"
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)

@@ -87,7 +87,7 @@ def test_markdown_and_text_group_by_step() -> None:
     assert "Step 4. Remove hidden protocol state" in text and "[log-level-state]" in text
 
 
-@pytest.mark.parametrize("target", ["roots_kept_global.py", "clean_fastmcp_tools.py", "."])
+@pytest.mark.parametrize("target", ["roots_kept_global.py", "clean_fastmcp_tools.py", ".", "../typescript"])
 def test_sarif_validates_against_the_sarif_2_1_0_schema(target: str) -> None:
     if not SARIF_SCHEMA.is_file():
         message = f"{SARIF_SCHEMA} missing: run scripts/setup.sh"

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
+import pytest
+
+from mcp_stateless.inventory import engine
 from mcp_stateless.inventory.engine import _admits_mcp2, inventory
 
 STATE = 'from fastmcp import FastMCP\n\nmcp = FastMCP("s")\nseen: list[str] = []\n\n\n@mcp.tool\n' \
@@ -57,6 +59,16 @@ def test_compiled_js_beside_ts_sources_is_not_read_and_a_missing_ts_analyzer_is_
     (tmp_path / "dist" / "index.js").write_text("export const a = 1;\n")
     (tmp_path / "dist" / "index.d.ts").write_text("export declare const a: number;\n")
     inv = inventory(tmp_path)
-    assert inv.files == 1
-    if importlib.util.find_spec("mcp_stateless.inventory.typescript_source") is None:
-        assert len(inv.notes) == 1 and "inventory` extra" in inv.notes[0]
+    assert (inv.files, inv.notes) == (1, [])
+
+
+def test_without_tree_sitter_the_report_says_how_many_files_were_skipped_and_still_checks_package_json(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(engine, "_typescript", lambda: None)  # as when the `inventory` extra is not installed
+    (tmp_path / "index.js").write_text('import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";\n'
+                                       "const seen = [];\nexport const f = (x) => seen.push(x);\n")
+    (tmp_path / "package.json").write_text('{"dependencies": {"@modelcontextprotocol/sdk": "latest"}}\n')
+    inv = inventory(tmp_path)
+    assert [(f.file, f.line, f.kind) for f in inv.findings] == [("package.json", 1, "dependency-range")]
+    assert inv.notes == ["1 TypeScript/JavaScript file(s) were not analyzed (package.json ranges were checked): "
+                         "install the `inventory` extra (pip install 'mcp-stateless[inventory]') for tree-sitter."]

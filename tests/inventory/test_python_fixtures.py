@@ -5,7 +5,6 @@ Each fixture file is inventoried on its own (a stdio server is decided per tree)
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -13,21 +12,10 @@ import pytest
 from mcp_stateless.inventory import python_source
 from mcp_stateless.inventory.engine import inventory
 
+from .markers import expected as _expected
+
 FIXTURES = Path(__file__).parent / "fixtures" / "python"
-_EXPECT = re.compile(r"#\s*expect:\s*([a-z, -]+)$")
 CASES = sorted(p for p in FIXTURES.iterdir() if p.suffix == ".py" or p.is_dir())
-
-
-def _expected(case: Path) -> set[tuple[str, int, str]]:
-    files = [case] if case.is_file() else sorted(p for p in case.rglob("*") if p.is_file())
-    base = case.parent if case.is_file() else case
-    out = set()
-    for f in files:
-        for number, line in enumerate(f.read_text().splitlines(), 1):
-            m = _EXPECT.search(line)
-            if m:
-                out |= {(f.relative_to(base).as_posix(), number, k.strip()) for k in m.group(1).split(",")}
-    return out
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

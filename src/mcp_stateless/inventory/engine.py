@@ -10,12 +10,17 @@ import ast
 import os
 import re
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-from . import python_source
+from . import npm_metadata, python_source
 from .finding import Finding
+
+if TYPE_CHECKING:
+    from . import typescript_source
 
 SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", "build", ".tox", ".mypy_cache",
                        ".ruff_cache", ".pytest_cache", "site-packages"})
@@ -113,7 +118,9 @@ def _requirements(path: Path, text: str) -> Iterator[tuple[int, str]]:
             yield number, str(req)
 
 
-def _dependency_findings(rel: str, path: Path, text: str, written_for_1: bool) -> list[Finding]:
+def _dependency_findings(rel: str, path: Path, text: str, written_for_1: bool, sdk1: bool) -> list[Finding]:
+    if path.name == "package.json":
+        return npm_metadata.package_findings(rel, text, sdk1)
     out: list[Finding] = []
     lines = text.splitlines()
     for line, req in _requirements(path, text):
@@ -128,13 +135,28 @@ def _dependency_findings(rel: str, path: Path, text: str, written_for_1: bool) -
     return out
 
 
-def _typescript() -> Callable[[str, str], list[Finding]] | None:
+def _typescript() -> ModuleType | None:
     try:
-        from . import typescript_source  # type: ignore[attr-defined]
-    except ImportError:
+        from . import typescript_source
+    except ImportError:  # tree-sitter (the `inventory` extra) is not installed
         return None
-    analyze: Callable[[str, str], list[Finding]] = typescript_source.analyze
-    return analyze
+    return typescript_source
+
+
+def _typescript_findings(ts: ModuleType, texts: dict[str, str], notes: list[str]) -> list[Finding]:
+    """Each file parsed once; which are examined is decided over the tree (typescript_source.analyze_package)."""
+    sources: dict[str, typescript_source.Source] = {}
+    for rel, text in texts.items():
+        try:
+            sources[rel] = ts.parse(rel, text)
+        except Exception as e:  # the analyzer never raises by design; a bug in it must not stop the report
+            notes.append(f"{rel}: not analyzed ({type(e).__name__})")
+    try:
+        found: list[Finding] = ts.analyze_package(sources)
+    except Exception as e:
+        notes.append(f"TypeScript/JavaScript files not analyzed ({type(e).__name__})")
+        return []
+    return found
 
 
 def inventory(root: str | Path, *, include_tests: bool = False, kinds: set[str] | None = None) -> Inventory:
@@ -161,8 +183,8 @@ def inventory(root: str | Path, *, include_tests: bool = False, kinds: set[str] 
     stdio_files = {p for p in mcp_files if python_source.uses_stdio(trees[p])}
     written_for_1 = any(any(m.startswith(MCP1_ONLY) for m in python_source.imported_modules(tree))
                         for tree in trees.values())
-    ts: Callable[[str, str], list[Finding]] | None = None
-    ts_looked_up = False  # imported only when the tree holds such a file
+    sdk1 = any(npm_metadata.imports_sdk1(t) for p, t in texts.items() if p.suffix in JS_SUFFIXES)
+    js_texts: dict[str, str] = {}
     found: list[Finding] = []
     per_file_lines: dict[str, list[str]] = {}
     for p, text in texts.items():
@@ -183,18 +205,17 @@ def inventory(root: str | Path, *, include_tests: bool = False, kinds: set[str] 
         elif p.suffix in JS_SUFFIXES:
             result.files += 1
             result.lines += len(lines)
-            if not ts_looked_up:
-                ts, ts_looked_up = _typescript(), True
-                if ts is None:
-                    result.notes.append("TypeScript/JavaScript files were not analyzed: install the `inventory` "
-                                        "extra (pip install 'mcp-stateless[inventory]').")
-            if ts is not None:
-                try:
-                    found += ts(rel, text)
-                except Exception as e:
-                    result.notes.append(f"{rel}: not analyzed ({type(e).__name__})")
+            js_texts[rel] = text
         else:
-            found += _dependency_findings(rel, p, text, written_for_1)
+            found += _dependency_findings(rel, p, text, written_for_1, sdk1)
+    if js_texts:
+        ts = _typescript()  # imported only when the tree holds such a file
+        if ts is None:
+            result.notes.append(f"{len(js_texts)} TypeScript/JavaScript file(s) were not analyzed (package.json "
+                                "ranges were checked): install the `inventory` extra "
+                                "(pip install 'mcp-stateless[inventory]') for tree-sitter.")
+        else:
+            found += _typescript_findings(ts, js_texts, result.notes)
     seen: set[tuple[str, int, str]] = set()
     for f in sorted(found, key=lambda f: (f.file, f.line, f.column, f.kind)):
         key = (f.file, f.line, f.kind)

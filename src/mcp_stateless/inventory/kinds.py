@@ -34,7 +34,8 @@ STEP_TITLES: dict[int, str] = {
 _KINDS: tuple[Kind, ...] = (
     Kind("dependency-range", 1,
          "The declared MCP SDK range admits a major version the code was not written for",
-         "Pin the SDK major you target (for example `mcp>=1.9,<2`), or move the server to an SDK that speaks "
+         "Pin the SDK major you target (for example `mcp>=1.9,<2`; in package.json "
+         "`\"@modelcontextprotocol/sdk\": \"^1.30.0\"`), or move the server to an SDK that speaks "
          "2026-07-28 (mcp-stateless, `mcp` 2.x) and declare that range."),
     Kind("stdout-write", 1,
          "Writes to stdout in a stdio server (stdout carries only protocol messages)",

@@ -1,0 +1,812 @@
+"""The TypeScript/JavaScript analyzer: hidden-state dependencies in servers on `@modelcontextprotocol/sdk` 1.x.
+
+Each file is parsed once with tree-sitter (TypeScript grammar for .ts/.mts/.cts, TSX for .tsx, JavaScript for
+.js/.mjs/.cjs) and never run. Which files are examined is decided over the whole tree (`analyze_package`): a file
+that imports or requires `@modelcontextprotocol/*`, and every file such a file imports by a relative specifier,
+transitively (the helper modules of the same server). stdout writes are reported in a file reached the same way
+from a file that constructs `StdioServerTransport`, since they share its stdout.
+
+Names are resolved through the file's imports (`import {X as Y}`, `import * as ns`, `const {X: Y} = require(...)`)
+for the SDK's classes and schemas; method calls distinctive of the SDK (`createMessage`, `elicitInput`,
+`listRoots`, `sendRequest`, `getClientCapabilities`, ...) are recognised by name in examined files. Every finding
+points at the line whose code does the thing. No input makes it raise: a file that does not parse as a whole is
+analysed in the parts tree-sitter recovers.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cache
+
+import tree_sitter_javascript
+import tree_sitter_typescript
+from tree_sitter import Language, Node, Parser
+
+from .finding import Finding
+
+MCP_PREFIX = "@modelcontextprotocol/"
+FUNCTIONS = frozenset({"arrow_function", "function_expression", "function_declaration", "function",
+                       "generator_function", "generator_function_declaration", "method_definition"})
+SERVER_REQUESTS = frozenset({"createMessage", "elicitInput", "listRoots", "sendRequest"})
+SERVER_METHODS = frozenset({"sampling/createMessage", "elicitation/create", "roots/list", "ping"})
+ALWAYS_UNSOLICITED = frozenset({"sendResourceUpdated", "sendResourceListChanged", "sendToolListChanged",
+                                "sendPromptListChanged"})
+NOTIFY = frozenset({"notification", "sendLoggingMessage", "sendNotification"})
+REGISTRATIONS = frozenset({"registerTool", "registerResource", "registerPrompt", "tool", "resource", "prompt",
+                           "registerToolTask"})
+HANDLE_METHODS = frozenset({"enable", "disable", "remove", "update"})
+HANDLER_CALLS = REGISTRATIONS | {"setRequestHandler"}
+OUTSIDE_CALLS = frozenset({"setInterval", "setTimeout", "setImmediate", "watch", "watchFile", "on", "once",
+                           "addListener", "setNotificationHandler"})
+OUTSIDE_HOOKS = frozenset({"oninitialized", "onclose", "onerror"})
+MUTATORS = frozenset({"set", "add", "push", "delete", "clear", "splice", "unshift", "pop", "shift"})
+LOOKUPS = frozenset({"get", "has"})
+STDOUT_CONSOLE = frozenset({"log", "info", "debug", "dir", "table"})  # Node sends these to stdout
+SECRET_CALLS = frozenset({"randomBytes", "randomUUID", "getRandomValues", "generateKeySync", "generateKeyPairSync",
+                          "randomFillSync"})
+SESSION_NAMES = frozenset({"sessionId", "session_id", "mcpSessionId", "sid"})
+SERVER_NAMES = frozenset({"server", "mcpServer", "mcp", "srv", "lowLevelServer"})
+CONTAINERS = frozenset({"Map", "Set", "WeakMap", "WeakSet", "Array"})
+_MAX_DEPTH = 300  # deeper nesting is not real server code; stop before Python's recursion limit
+_STRING_NODES = frozenset({"string", "template_string"})
+
+
+@cache
+def _parser(suffix: str) -> Parser:
+    if suffix in {".ts", ".mts", ".cts"}:
+        language = Language(tree_sitter_typescript.language_typescript())
+    elif suffix == ".tsx":
+        language = Language(tree_sitter_typescript.language_tsx())
+    else:
+        language = Language(tree_sitter_javascript.language())
+    return Parser(language)
+
+
+def _text(node: Node | None) -> str:
+    if node is None or node.text is None:
+        return ""
+    return node.text.decode("utf-8", errors="replace")
+
+
+def _string_value(node: Node | None) -> str | None:
+    """The value of a plain string literal (or a template with no substitution), else None."""
+    if node is None or node.type not in _STRING_NODES:
+        return None
+    if any(c.type == "template_substitution" for c in node.children):
+        return None
+    raw = _text(node)
+    return raw[1:-1] if len(raw) >= 2 else ""
+
+
+def _leaf(node: Node | None) -> str:
+    """`c` of `a.b.c`, `a?.b.c`, `c`, `a["c"]`."""
+    if node is None:
+        return ""
+    if node.type in {"identifier", "property_identifier", "type_identifier", "shorthand_property_identifier"}:
+        return _text(node)
+    if node.type == "member_expression":
+        return _text(node.child_by_field_name("property"))
+    if node.type == "subscript_expression":
+        return _string_value(node.child_by_field_name("index")) or ""
+    if node.type in {"parenthesized_expression", "await_expression", "non_null_expression"}:
+        inner = node.named_children
+        return _leaf(inner[0]) if inner else ""
+    return ""
+
+
+def _args(call: Node) -> list[Node]:
+    args = call.child_by_field_name("arguments")
+    return [a for a in args.named_children if a.type != "comment"] if args is not None else []
+
+
+def _walk(node: Node, depth: int = 0) -> Iterator[Node]:
+    """Every node under `node` (itself included), depth-bounded."""
+    stack = [(node, depth)]
+    while stack:
+        n, d = stack.pop()
+        yield n
+        if d < _MAX_DEPTH:
+            stack.extend((c, d + 1) for c in reversed(n.children))
+
+
+def _walk_value(node: Node) -> Iterator[Node]:
+    """The nodes of an expression's own value: a function inside it runs later, not as part of it."""
+    stack = [(node, 0)]
+    while stack:
+        n, d = stack.pop()
+        yield n
+        if d < _MAX_DEPTH and (n is node or n.type not in FUNCTIONS):
+            stack.extend((c, d + 1) for c in reversed(n.children))
+
+
+def _value_names(node: Node) -> set[str]:
+    return {_text(n) for n in _walk_value(node) if n.type in {"identifier", "shorthand_property_identifier"}}
+
+
+def _identifiers(node: Node) -> set[str]:
+    return {_text(n) for n in _walk(node) if n.type in {"identifier", "shorthand_property_identifier"}}
+
+
+def _mentions_call(node: Node, names: frozenset[str]) -> bool:
+    return any(n.type == "call_expression" and _leaf(n.child_by_field_name("function")) in names
+               for n in _walk(node))
+
+
+@dataclass
+class Source:
+    """One parsed file and what the package-level decisions need from it."""
+
+    path: str
+    lines: list[str]
+    root: Node | None
+    imports: dict[str, str] = field(default_factory=dict)  # local name -> name imported from an MCP module
+    namespaces: set[str] = field(default_factory=set)  # local names bound to a whole MCP module
+    mcp: bool = False
+    stdio: bool = False
+    relative: list[str] = field(default_factory=list)  # relative specifiers it imports
+
+
+def _module_of(node: Node) -> str | None:
+    """The specifier of `import ... from "m"`, `require("m")`, `import("m")`, `export ... from "m"`."""
+    if node.type in {"import_statement", "export_statement"}:
+        return _string_value(node.child_by_field_name("source"))
+    if node.type == "call_expression":
+        func = node.child_by_field_name("function")
+        if func is not None and (func.type == "import" or _text(func) == "require"):
+            args = _args(node)
+            return _string_value(args[0]) if args else None
+    return None
+
+
+def _bind_imports(src: Source, node: Node) -> None:
+    if node.type == "import_statement":
+        clause = next((c for c in node.children if c.type == "import_clause"), None)
+        for part in clause.named_children if clause is not None else []:
+            if part.type == "namespace_import" or part.type == "identifier":
+                src.namespaces.add(_text(part.named_children[-1] if part.named_children else part))
+            elif part.type == "named_imports":
+                for spec in part.named_children:
+                    if spec.type == "import_specifier":
+                        name = _text(spec.child_by_field_name("name"))
+                        alias = spec.child_by_field_name("alias")
+                        src.imports[_text(alias) if alias is not None else name] = name
+        return
+    # `const X = require(m)` / `const {A, B: C} = require(m)`
+    declarator = node.parent
+    while declarator is not None and declarator.type in {"await_expression", "parenthesized_expression"}:
+        declarator = declarator.parent
+    if declarator is None or declarator.type != "variable_declarator":
+        return
+    pattern = declarator.child_by_field_name("name")
+    if pattern is None:
+        return
+    if pattern.type == "identifier":
+        src.namespaces.add(_text(pattern))
+    elif pattern.type == "object_pattern":
+        for p in pattern.named_children:
+            if p.type == "shorthand_property_identifier_pattern":
+                src.imports[_text(p)] = _text(p)
+            elif p.type == "pair_pattern":
+                src.imports[_text(p.child_by_field_name("value"))] = _text(p.child_by_field_name("key"))
+
+
+def parse(path: str, text: str) -> Source:
+    """Parse one file and read its imports; never raises."""
+    src = Source(path, text.splitlines(), None)
+    try:
+        tree = _parser(posixpath.splitext(path)[1]).parse(text.encode("utf-8", errors="replace"))
+    except (ValueError, RuntimeError):
+        return src
+    src.root = tree.root_node
+    for node in _walk(src.root):
+        spec = _module_of(node)
+        if spec is None:
+            continue
+        if spec.startswith(MCP_PREFIX):
+            src.mcp = True
+            _bind_imports(src, node)
+        elif spec.startswith("."):
+            src.relative.append(spec)
+    src.stdio = src.mcp and any(
+        n.type == "new_expression" and _canonical(src, n.child_by_field_name("constructor")) == "StdioServerTransport"
+        for n in _walk(src.root))
+    return src
+
+
+def _canonical(src: Source, node: Node | None) -> str:
+    """The SDK name an expression denotes (`Y` imported as `{X as Y}` gives `X`; `ns.X` gives `X`), else ''."""
+    if node is None:
+        return ""
+    if node.type == "identifier":
+        return src.imports.get(_text(node), "")
+    if node.type == "member_expression":
+        obj = node.child_by_field_name("object")
+        if obj is not None and obj.type == "identifier" and _text(obj) in src.namespaces:
+            return _leaf(node)
+    return ""
+
+
+def resolve(importer: str, spec: str, known: set[str]) -> str | None:
+    """The file of the tree a relative specifier names (TypeScript's `./x.js` means `./x.ts`)."""
+    base = posixpath.normpath(posixpath.join(posixpath.dirname(importer), spec))
+    stem, ext = posixpath.splitext(base)
+    candidates = [base]
+    if ext in {".js", ".mjs", ".cjs", ".jsx"}:
+        candidates += [stem + e for e in (".ts", ".tsx", ".mts", ".cts")]
+    candidates += [base + e for e in (".ts", ".tsx", ".js", ".mjs", ".cjs", ".mts", ".cts")]
+    candidates += [f"{base}/index{e}" for e in (".ts", ".tsx", ".js", ".mjs")]
+    return next((c for c in candidates if c in known), None)
+
+
+def _closure(sources: dict[str, Source], start: set[str]) -> set[str]:
+    known = set(sources)
+    seen = set(start)
+    queue = list(start)
+    while queue:
+        path = queue.pop()
+        for spec in sources[path].relative:
+            target = resolve(path, spec, known)
+            if target is not None and target not in seen:
+                seen.add(target)
+                queue.append(target)
+    return seen
+
+
+def analyze_package(sources: dict[str, Source]) -> list[Finding]:
+    """Findings of every file of a tree that is part of an MCP server (see the module docstring)."""
+    examined = _closure(sources, {p for p, s in sources.items() if s.mcp})
+    stdio = _closure(sources, {p for p, s in sources.items() if s.stdio})
+    out: list[Finding] = []
+    for path in sorted(examined):
+        out += analyze_source(sources[path], stdio=path in stdio)
+    return out
+
+
+def analyze(path: str, text: str) -> list[Finding]:
+    """Findings of one file on its own: examined only when it imports the SDK; stdout counts if it serves stdio."""
+    src = parse(path, text)
+    return analyze_source(src, stdio=src.stdio) if src.mcp else []
+
+
+# -- the analysis of one file ----------------------------------------------------------------------------------
+@dataclass
+class _Frame:
+    role: str  # "handler" (answers a request), "outside" (timer, watcher, notification handler, hook), "plain"
+    oninit: bool = False
+    locals: set[str] = field(default_factory=set)
+    answers: set[str] = field(default_factory=set)  # names holding a client's answer to a server request
+    caps: set[str] = field(default_factory=set)  # names derived from the client's initialize capabilities
+    sessions: set[str] = field(default_factory=set)  # names holding a session id
+
+
+@dataclass
+class _Prepass:
+    functions: dict[str, Node] = field(default_factory=dict)
+    outside: set[str] = field(default_factory=set)  # function names run from timers/watchers/notifications
+    answer_names: set[str] = field(default_factory=set)
+    answer_params: dict[str, set[int]] = field(default_factory=dict)
+    registrations: set[str] = field(default_factory=set)  # names holding a registered tool/resource/prompt
+    methods: dict[str, str] = field(default_factory=dict)  # `const req = {method: "..."}` -> method
+    servers: set[str] = field(default_factory=set)
+    module_lets: set[str] = field(default_factory=set)
+    module_containers: set[str] = field(default_factory=set)
+
+
+def _function_name(fn: Node) -> str:
+    name = fn.child_by_field_name("name")
+    if name is not None and fn.type != "method_definition":
+        return _text(name)
+    parent = fn.parent
+    if parent is not None and parent.type == "variable_declarator":
+        return _text(parent.child_by_field_name("name"))
+    return ""
+
+
+def _is_server_request(node: Node) -> bool:
+    return node.type == "call_expression" and _leaf(node.child_by_field_name("function")) in SERVER_REQUESTS
+
+
+def _top_level(root: Node) -> Iterator[Node]:
+    for stmt in root.named_children:
+        if stmt.type == "export_statement":
+            yield from (c for c in stmt.named_children if c.type in {"lexical_declaration", "variable_declaration"})
+        elif stmt.type in {"lexical_declaration", "variable_declaration"}:
+            yield stmt
+
+
+def _is_container(value: Node | None) -> bool:
+    if value is None:
+        return False
+    if value.type in {"array", "object"}:
+        return True
+    if value.type == "new_expression":
+        return _leaf(value.child_by_field_name("constructor")) in CONTAINERS
+    return False
+
+
+def _prepass(src: Source, root: Node) -> _Prepass:
+    pre = _Prepass()
+    for decl in _top_level(root):
+        kind = _text(decl.children[0]) if decl.children else ""
+        for d in decl.named_children:
+            if d.type != "variable_declarator":
+                continue
+            target = d.child_by_field_name("name")
+            if target is None or target.type != "identifier":
+                continue
+            value = d.child_by_field_name("value")
+            if kind in {"let", "var"} and (value is None or value.type not in FUNCTIONS):
+                pre.module_lets.add(_text(target))
+            if _is_container(value):
+                pre.module_containers.add(_text(target))
+    containers: set[str] = set()
+    pending: list[tuple[str, str]] = []  # (name, container) of `name = container.get(...)`
+    for node in _walk(root):
+        t = node.type
+        if t in FUNCTIONS:
+            name = _function_name(node)
+            if name:
+                pre.functions[name] = node
+        elif t == "variable_declarator":
+            name = _text(node.child_by_field_name("name"))
+            value = node.child_by_field_name("value")
+            if value is None or value.type in FUNCTIONS:  # a function's body is walked on its own
+                continue
+            if any(_is_server_request(n) for n in _walk_value(value)):
+                pre.answer_names.add(name)
+            inner = value.named_children[0] if value.type == "await_expression" and value.named_children else value
+            if inner.type == "call_expression":
+                func = inner.child_by_field_name("function")
+                if _leaf(func) in REGISTRATIONS:
+                    pre.registrations.add(name)
+                elif _leaf(func) == "get" and func is not None and func.type == "member_expression":
+                    pending.append((name, _text(func.child_by_field_name("object"))))
+            elif inner.type == "object":
+                method = _object_method(inner)
+                if method:
+                    pre.methods[name] = method
+            elif inner.type == "new_expression" and _canonical(
+                    src, inner.child_by_field_name("constructor")) in {"McpServer", "Server"}:
+                pre.servers.add(name)
+        elif t == "call_expression":
+            func = node.child_by_field_name("function")
+            leaf = _leaf(func)
+            args = _args(node)
+            if leaf in OUTSIDE_CALLS:
+                for a in args:
+                    if a.type == "identifier":
+                        pre.outside.add(_text(a))
+                    elif a.type in FUNCTIONS:
+                        pre.outside.update(_text(c.child_by_field_name("function")) for c in _walk(a)
+                                           if c.type == "call_expression")
+            elif leaf in {"set", "push"} and func is not None and func.type == "member_expression" and any(
+                    _text(a) in pre.registrations for a in args):
+                containers.add(_text(func.child_by_field_name("object")))
+            if func is not None and func.type == "identifier":
+                for i, a in enumerate(args):
+                    if a.type not in FUNCTIONS and (_value_names(a) & pre.answer_names or _is_server_request(a)):
+                        pre.answer_params.setdefault(_text(func), set()).add(i)
+    pre.registrations.update(name for name, container in pending if container in containers)
+    return pre
+
+
+def _object_method(obj: Node) -> str:
+    for pair in obj.named_children:
+        if pair.type == "pair" and _leaf(pair.child_by_field_name("key")) == "method":
+            return _string_value(pair.child_by_field_name("value")) or ""
+    return ""
+
+
+def _params(fn: Node) -> list[str]:
+    params = fn.child_by_field_name("parameters") or fn.child_by_field_name("parameter")
+    if params is None:
+        return []
+    if params.type == "identifier":
+        return [_text(params)]
+    out = []
+    for p in params.named_children:
+        target = p.child_by_field_name("pattern") if p.type in {"required_parameter", "optional_parameter"} else p
+        if target is not None and target.type == "assignment_pattern":
+            target = target.child_by_field_name("left")
+        out.append(_text(target) if target is not None and target.type == "identifier" else "")
+    return out
+
+
+class _Analyzer:
+    def __init__(self, src: Source, root: Node, stdio: bool) -> None:
+        self.src = src
+        self.stdio = stdio
+        self.pre = _prepass(src, root)
+        self.frames: list[_Frame] = []
+        self.cap_conditions = 0
+        self.found: list[Finding] = []
+
+    # -- helpers -----------------------------------------------------------------------------------------------
+    def add(self, node: Node, kind: str, message: str) -> None:
+        row, col = node.start_point
+        lines = self.src.lines
+        excerpt = lines[row].strip() if 0 <= row < len(lines) else ""
+        self.found.append(Finding(self.src.path, row + 1, col + 1, kind, message, excerpt[:300]))
+
+    @property
+    def frame(self) -> _Frame | None:
+        return self.frames[-1] if self.frames else None
+
+    def _local(self, name: str) -> bool:
+        return any(name in f.locals for f in self.frames)
+
+    def _module_name(self, node: Node | None, names: set[str]) -> str:
+        """The module-level name (of `names`) an expression denotes, when no enclosing function shadows it."""
+        if node is None or node.type != "identifier" or not self.frames:
+            return ""
+        name = _text(node)
+        return name if name in names and not self._local(name) else ""
+
+    def _session_key(self, node: Node | None) -> bool:
+        if node is None:
+            return False
+        if node.type == "identifier":
+            name = _text(node)
+            return name in SESSION_NAMES or any(name in f.sessions for f in self.frames)
+        if node.type == "member_expression":
+            return _leaf(node) in {"sessionId", "session_id", "mcpSessionId"}
+        if node.type == "subscript_expression":
+            return (_string_value(node.child_by_field_name("index")) or "").lower() == "mcp-session-id"
+        if node.type == "template_string":  # a composite key with the session id in it
+            return any(self._session_key(sub.named_children[0]) for sub in node.named_children
+                       if sub.type == "template_substitution" and sub.named_children)
+        if node.type in {"parenthesized_expression", "as_expression", "non_null_expression", "binary_expression"}:
+            first = node.named_children[0] if node.named_children else None
+            return self._session_key(first)
+        return False
+
+    def _answer(self, node: Node) -> bool:
+        if any(_is_server_request(n) for n in _walk_value(node)):
+            return True
+        names = _value_names(node)
+        return any(names & f.answers for f in self.frames)
+
+    def _caps(self, node: Node) -> bool:
+        if _mentions_call(node, frozenset({"getClientCapabilities"})):
+            return True
+        names = _identifiers(node)
+        return any(names & f.caps for f in self.frames)
+
+    def _serverish(self, node: Node | None) -> bool:
+        if node is None:
+            return False
+        if node.type == "identifier":
+            return _text(node) in SERVER_NAMES or _text(node) in self.pre.servers
+        if node.type == "member_expression":
+            return _leaf(node) in {"server", "mcpServer"} or (
+                _leaf(node) in SERVER_NAMES and self._serverish(node.child_by_field_name("object")))
+        return False
+
+    def _outside(self) -> bool:
+        return any(f.role == "outside" for f in self.frames)
+
+    def _in_handler_or_outside(self) -> bool:
+        return any(f.role in {"handler", "outside"} for f in self.frames)
+
+    # -- the walk ----------------------------------------------------------------------------------------------
+    def visit(self, node: Node, depth: int = 0) -> None:
+        if depth > _MAX_DEPTH:
+            return
+        t = node.type
+        if t in FUNCTIONS:
+            self._function(node, depth)
+            return
+        if t == "if_statement":
+            self._if(node, depth)
+            return
+        handler = getattr(self, f"_on_{t}", None)
+        if handler is not None:
+            handler(node)
+        for child in node.children:
+            self.visit(child, depth + 1)
+
+    def _function(self, fn: Node, depth: int) -> None:
+        parent = fn.parent
+        role = "plain"
+        oninit = session_hook = False
+        name = _function_name(fn)
+        if parent is not None and parent.type == "arguments" and parent.parent is not None:
+            leaf = _leaf(parent.parent.child_by_field_name("function"))
+            role = "handler" if leaf in HANDLER_CALLS else "outside" if leaf in OUTSIDE_CALLS else role
+        elif parent is not None and parent.type == "assignment_expression":
+            hook = _leaf(parent.child_by_field_name("left"))
+            if hook in OUTSIDE_HOOKS:
+                role, oninit = "outside", hook == "oninitialized"
+        elif parent is not None and parent.type == "pair" and _leaf(parent.child_by_field_name("key")) in {
+                "oninitialized", "onclose", "onsessioninitialized", "onsessionclosed"}:
+            role = "outside"
+            session_hook = _leaf(parent.child_by_field_name("key")).startswith("onsession")
+        if name and name in self.pre.outside:
+            role = "outside"
+        params = _params(fn)
+        frame = _Frame(role, oninit, set(params))
+        frame.answers = {params[i] for i in self.pre.answer_params.get(name, set()) if i < len(params) and params[i]}
+        # the transport's session callbacks are given the session id
+        frame.sessions = {p for p in params if p in SESSION_NAMES or (session_hook and p)}
+        self.frames.append(frame)
+        saved, self.cap_conditions = self.cap_conditions, 0
+        for child in fn.children:
+            if child.type not in {"formal_parameters"}:
+                self.visit(child, depth + 1)
+        self.cap_conditions = saved
+        self.frames.pop()
+
+    def _if(self, node: Node, depth: int) -> None:
+        condition = node.child_by_field_name("condition")
+        if condition is not None and self.frames:
+            names = _identifiers(condition)
+            if _mentions_call(condition, frozenset({"getClientVersion"})) or names & {"clientInfo", "clientVersion"}:
+                self.add(node, "connection-auth", "a decision taken from the client's self-reported info")
+        conditional = condition is not None and self._caps(condition)
+        for child in node.children:
+            if child.type == "parenthesized_expression":
+                self.visit(child, depth + 1)
+                continue
+            self.cap_conditions += conditional
+            self.visit(child, depth + 1)
+            self.cap_conditions -= conditional
+
+    def _on_variable_declarator(self, node: Node) -> None:
+        name = node.child_by_field_name("name")
+        value = node.child_by_field_name("value")
+        frame = self.frame
+        if frame is None:
+            if value is not None:
+                self._secret(node, value)
+            return
+        if name is None:
+            return
+        if name.type == "identifier":
+            n = _text(name)
+            frame.locals.add(n)
+            if value is not None and value.type not in FUNCTIONS:
+                if self._answer(value):
+                    frame.answers.add(n)
+                if self._caps(value):
+                    frame.caps.add(n)
+                if self._session_key(value):
+                    frame.sessions.add(n)
+        else:
+            for p in _walk(name):
+                if p.type in {"identifier", "shorthand_property_identifier_pattern"}:
+                    frame.locals.add(_text(p))
+                if p.type == "shorthand_property_identifier_pattern" and _text(p) == "sessionId":
+                    frame.sessions.add("sessionId")
+                    self.add(p, "session-id-read", "destructures `sessionId`")
+
+    def _secret(self, node: Node, value: Node) -> None:
+        inner = value
+        # randomBytes(32).toString("hex"), (await x()).y: the call the value is made from
+        while inner.type in {"await_expression", "parenthesized_expression", "member_expression"} or (
+                inner.type == "call_expression" and _leaf(inner.child_by_field_name("function")) in {
+                    "toString", "slice", "substring", "toUpperCase", "toLowerCase", "replace", "replaceAll"}):
+            if inner.type == "call_expression":
+                func = inner.child_by_field_name("function")
+                nxt = func.child_by_field_name("object") if func is not None else None
+            elif inner.type == "member_expression":
+                nxt = inner.child_by_field_name("object")
+            else:
+                nxt = inner.named_children[0] if inner.named_children else None
+            if nxt is None:
+                return
+            inner = nxt
+        if inner.type == "call_expression" and _leaf(inner.child_by_field_name("function")) in SECRET_CALLS:
+            leaf = _leaf(inner.child_by_field_name("function"))
+            self.add(node, "process-secret", f"`{leaf}()` at module load: a different key per process")
+
+    def _on_assignment_expression(self, node: Node) -> None:
+        left = node.child_by_field_name("left")
+        right = node.child_by_field_name("right")
+        if left is None or right is None:
+            return
+        if not self.frames:
+            if left.type == "identifier":
+                self._secret(node, right)
+            return
+        self._write(node, left, right)
+
+    def _on_augmented_assignment_expression(self, node: Node) -> None:
+        left = node.child_by_field_name("left")
+        right = node.child_by_field_name("right")
+        if left is not None and right is not None and self.frames:
+            self._write(node, left, right)
+
+    def _on_update_expression(self, node: Node) -> None:
+        target = node.child_by_field_name("argument")
+        if self._module_name(target, self.pre.module_lets):
+            self.add(node, "module-state", f"module-level `{_text(target)}` written by a function")
+
+    def _write(self, node: Node, left: Node, right: Node) -> None:
+        frame = self.frames[-1]
+        if left.type == "identifier" and self._answer(right) and not self._module_name(left, self.pre.module_lets):
+            frame.answers.add(_text(left))
+        written = self._module_name(left, self.pre.module_lets)
+        if left.type in {"subscript_expression", "member_expression"}:
+            base = left.child_by_field_name("object")
+            while base is not None and base.type in {"subscript_expression", "member_expression"}:
+                base = base.child_by_field_name("object")
+            owner = self._module_name(base, self.pre.module_lets | self.pre.module_containers)
+            if left.type == "subscript_expression" and self._session_key(left.child_by_field_name("index")) and (
+                    owner or self._outer(base) or self._outer(left.child_by_field_name("object"))):
+                self.add(node, "session-keyed-state", "state stored under the session id as key")
+                return
+            written = owner
+        if not written:
+            return
+        if _mentions_call(right, frozenset({"getClientCapabilities", "getClientVersion"})) or self._caps(right):
+            self.add(node, "initialize-state", f"initialize-time client data kept in `{written}`")
+        elif self._answer(right):
+            self.add(node, "client-answer-kept", f"a client's answer stored in module-level `{written}`")
+        else:
+            self.add(node, "module-state", f"module-level `{written}` written by a function")
+
+    def _outer(self, base: Node | None) -> bool:
+        """An object that outlives the call: made by an enclosing function (a per-server map in a factory), or a
+        field of `this` (a server class's map)."""
+        if base is not None and base.type == "member_expression":
+            return _text(base.child_by_field_name("object")) == "this"
+        if base is None or base.type != "identifier" or len(self.frames) < 2:
+            return False
+        name = _text(base)
+        return name not in self.frames[-1].locals and any(name in f.locals for f in self.frames[:-1])
+
+    def _on_subscript_expression(self, node: Node) -> None:
+        key = (_string_value(node.child_by_field_name("index")) or "").lower()
+        if key == "mcp-session-id":
+            self.add(node, "session-id-read", "reads the Mcp-Session-Id header")
+        elif key == "last-event-id":
+            self.add(node, "event-replay", "reads Last-Event-ID to replay a broken stream")
+        parent = node.parent
+        is_target = parent is not None and parent.type == "assignment_expression" and \
+            parent.child_by_field_name("left") == node
+        obj = node.child_by_field_name("object")
+        if not is_target and self.frames and self._session_key(node.child_by_field_name("index")) and (
+                self._module_name(obj, self.pre.module_lets | self.pre.module_containers) or self._outer(obj)):
+            self.add(node, "session-keyed-state", "state looked up by the session id")
+
+    def _on_member_expression(self, node: Node) -> None:
+        if _leaf(node) not in {"sessionId", "mcpSessionId"}:
+            return
+        parent = node.parent
+        if parent is not None and parent.type == "assignment_expression" and parent.child_by_field_name("left") == node:
+            return
+        if parent is not None and parent.type == "call_expression" and parent.child_by_field_name("function") == node:
+            return
+        self.add(node, "session-id-read", f"reads `{_text(node)}`")
+
+    def _on_pair(self, node: Node) -> None:
+        key = _leaf(node.child_by_field_name("key"))
+        value = node.child_by_field_name("value")
+        if key == "eventStore" and value is not None and _text(value) not in {"undefined", "null"}:
+            self.add(node, "event-replay", "an event store replays broken streams (Last-Event-ID)")
+
+    def _on_shorthand_property_identifier(self, node: Node) -> None:
+        if _text(node) == "eventStore":
+            self.add(node, "event-replay", "an event store replays broken streams (Last-Event-ID)")
+
+    def _on_class_declaration(self, node: Node) -> None:
+        heritage = next((c for c in node.children if c.type == "class_heritage"), None)
+        body = node.child_by_field_name("body")
+        methods = {_leaf(m.child_by_field_name("name")) for m in body.named_children} if body is not None else set()
+        if (heritage is not None and "EventStore" in _text(heritage)) or "replayEventsAfter" in methods:
+            self.add(node, "event-replay", f"`{_text(node.child_by_field_name('name'))}` stores events for "
+                                           "Last-Event-ID replay")
+
+    _on_class = _on_class_declaration
+
+    def _on_new_expression(self, node: Node) -> None:
+        ctor = node.child_by_field_name("constructor")
+        name = _canonical(self.src, ctor) or _leaf(ctor)
+        if name == "SSEServerTransport" and _canonical(self.src, ctor):
+            self.add(node, "get-stream", "`SSEServerTransport`: the HTTP+SSE transport")
+        elif name.endswith("EventStore"):
+            self.add(node, "event-replay", f"`{name}`: events kept for Last-Event-ID replay")
+        elif _canonical(self.src, ctor) in {"McpServer", "Server"}:
+            for n in _walk(node):
+                if n.type == "pair" and _leaf(n.child_by_field_name("key")) == "logging" and n.parent is not None \
+                        and n.parent.parent is not None and _leaf(n.parent.parent.child_by_field_name("key")) == \
+                        "capabilities":
+                    self.add(n, "log-level-state", "the logging capability: the SDK keeps each session's "
+                                                   "`logging/setLevel` level and filters `sendLoggingMessage` by it")
+
+    def _on_call_expression(self, node: Node) -> None:
+        func = node.child_by_field_name("function")
+        if func is None:
+            return
+        leaf = _leaf(func)
+        recv = func.child_by_field_name("object") if func.type == "member_expression" else None
+        args = _args(node)
+        first = args[0] if args else None
+        if leaf in SERVER_REQUESTS and func.type == "member_expression":
+            when = "outside any request (a hook, timer or notification handler)" if self._outside() else \
+                "while handling a call"
+            self.add(node, "server-request", f"`{leaf}` asks the client {when}")
+        elif leaf in {"ping", "request"} and self._serverish(recv):
+            method = "ping" if leaf == "ping" else _object_method(first) if first is not None and \
+                first.type == "object" else self.pre.methods.get(_text(first), "")
+            if method in SERVER_METHODS:
+                self.add(node, "server-request", f"`{method}` request to the client")
+        elif leaf in ALWAYS_UNSOLICITED:
+            self.add(node, "unsolicited-notification", f"`{leaf}` notifies outside the client's request")
+        elif leaf in NOTIFY and (leaf != "notification" or self._serverish(recv)) and (
+                self._outside() or not self.frames):
+            self.add(node, "unsolicited-notification", f"`{leaf}` from a timer, watcher or hook, outside a request")
+        elif leaf in REGISTRATIONS and (leaf.startswith("register") or self._serverish(recv)) and (
+                self.cap_conditions or any(f.oninit for f in self.frames) or self._in_handler_or_outside()):
+            why = "on the client's capabilities" if self.cap_conditions else "after initialize"
+            self.add(node, "per-connection-registration", f"`{leaf}` registered {why}")
+        elif leaf in HANDLE_METHODS and recv is not None and _text(recv) in self.pre.registrations:
+            self.add(node, "per-connection-registration", f"`{_text(recv)}.{leaf}()` changes the catalogue at run time")
+        elif func.type == "identifier" and leaf.startswith("register") and (
+                any(f.oninit for f in self.frames) or self._in_handler_or_outside()):
+            # a helper that registers (the helpers' own bodies are plain functions, so this is where it shows)
+            self.add(node, "per-connection-registration", f"`{leaf}` registers at run time, per connection")
+        elif leaf in {"getClientCapabilities", "getClientVersion"}:
+            self.add(node, "initialize-state", f"`{leaf}()` reads what the client sent in initialize")
+        elif leaf == "setRequestHandler" and first is not None:
+            self._request_handler(node, first, args)
+        elif leaf in MUTATORS | LOOKUPS and recv is not None and self.frames:
+            self._container_call(node, leaf, recv, args)
+        elif leaf in {"get", "header", "getHeader"} and first is not None:
+            header = (_string_value(first) or "").lower()
+            if header == "mcp-session-id":
+                self.add(node, "session-id-read", "reads the Mcp-Session-Id header")
+            elif header == "last-event-id":
+                self.add(node, "event-replay", "reads Last-Event-ID to replay a broken stream")
+        if leaf == "get" and first is not None and _string_value(first) is not None and any(
+                self._serves_mcp(a) for a in args[1:]):
+            self.add(node, "get-stream", f"GET {_string_value(first)}: the standalone server-to-client stream")
+        if self.stdio and func.type == "member_expression":
+            obj = _text(recv)
+            if (obj == "console" and leaf in STDOUT_CONSOLE) or (obj == "process.stdout" and leaf == "write"):
+                self.add(node, "stdout-write", f"`{_text(func)}` writes to stdout, the stdio protocol channel")
+
+    def _serves_mcp(self, handler: Node) -> bool:
+        """A route handler (inline, or a function of the file by name) that hands the request to a transport."""
+        if handler.type == "identifier":
+            handler = self.pre.functions.get(_text(handler), handler)
+        return handler.type in FUNCTIONS and _mentions_call(handler, frozenset({"handleRequest",
+                                                                               "handlePostMessage"}))
+
+    def _request_handler(self, node: Node, schema: Node, args: list[Node]) -> None:
+        name = _canonical(self.src, schema) or _leaf(schema)
+        handler = next((a for a in args[1:] if a.type in FUNCTIONS), None)
+        stores = handler is not None and any(
+            n.type in {"assignment_expression", "augmented_assignment_expression"} or (
+                n.type == "call_expression" and _leaf(n.child_by_field_name("function")) in MUTATORS)
+            for n in _walk(handler))
+        if name == "SetLevelRequestSchema" and stores:
+            self.add(node, "log-level-state", "`logging/setLevel` handler keeps a level for later requests")
+        elif name in {"SubscribeRequestSchema", "UnsubscribeRequestSchema"} and stores:
+            self.add(node, "resource-subscriptions", f"`{name}` handler keeps resource subscriptions")
+
+    def _container_call(self, node: Node, leaf: str, recv: Node, args: list[Node]) -> None:
+        owner = self._module_name(recv, self.pre.module_containers | self.pre.module_lets)
+        keyed = bool(args) and self._session_key(args[0])
+        if keyed and (owner or self._outer(recv)):
+            self.add(node, "session-keyed-state", f"`{_text(recv)}` keyed by the session id")
+        elif owner and leaf in MUTATORS:
+            if any(self._answer(a) for a in args):
+                self.add(node, "client-answer-kept", f"a client's answer kept in module-level `{owner}`")
+            else:
+                self.add(node, "module-state", f"module-level `{owner}` mutated by a function")
+
+
+def analyze_source(src: Source, *, stdio: bool) -> list[Finding]:
+    """Findings of one parsed file, examined as part of an MCP server."""
+    if src.root is None:
+        return []
+    analyzer = _Analyzer(src, src.root, stdio)
+    try:
+        analyzer.visit(src.root)
+    except RecursionError:
+        return []
+    return analyzer.found
+
