@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from as_harness import NODE, OIDC, AuthServer, signing_key
+from cimd_harness import Tls, self_signed_certificate
 
 from services import need
 
@@ -31,3 +32,9 @@ def auth_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthServer
 def other_auth_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthServer]:
     """A second, real authorization server the protected app does not trust (unless told to)."""
     yield from _auth_server(tmp_path_factory.mktemp("as2"), "as2-key1")
+
+
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory: pytest.TempPathFactory) -> Tls:
+    """A throwaway self-signed certificate for 127.0.0.1 (test-only: a CIMD document's URL must be HTTPS)."""
+    return self_signed_certificate(tmp_path_factory.mktemp("tls"))

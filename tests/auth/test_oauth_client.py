@@ -9,13 +9,10 @@ to the authorization URL; the last redirect lands on the authorizer's real loopb
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
-import http.server
 import json
 import logging
 import os
-import ssl
 import stat
 import subprocess
 import threading
@@ -28,6 +25,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 from as_harness import AUTHCODE_SCRIPT, NODE, OIDC, ROOT, AuthServer, signing_key
+from cimd_harness import Tls, cimd_auth_server, https_document
 from test_resource_server import CLI, protected
 
 from mcp_stateless.client import Client, OAuthError
@@ -229,78 +227,20 @@ async def test_tokens_are_kept_per_issuer_and_resource(code_as: AuthServer, mcp_
 
 
 
-@pytest.fixture(scope="module")
-def tls(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A throwaway self-signed certificate for 127.0.0.1 (test-only: the CIMD host must be HTTPS)."""
-    d = tmp_path_factory.mktemp("tls")
-    cert, key = d / "cert.pem", d / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
-                   check=True, capture_output=True, timeout=60)
-    return cert, key
-
-
-@contextlib.contextmanager
-def https_document(tls: tuple[Path, Path], path: str, make: Any) -> Iterator[str]:
-    """Serve one JSON document over HTTPS on 127.0.0.1 (`make(url)` builds it); yields its URL."""
-    port = free_port()
-    url = f"https://127.0.0.1:{port}{path}"
-    body = json.dumps(make(url)).encode()
-    fetched: list[str] = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            fetched.append(self.path)
-            if self.path != path:
-                self.send_error(404)
-                return
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(str(tls[0]), str(tls[1]))
-    server.socket = ctx.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield url
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
-        assert fetched, "the authorization server never fetched the client metadata document"
-
-
-def test_a_client_id_metadata_document_client(tmp_path_factory: pytest.TempPathFactory,
-                                              tls: tuple[Path, Path]) -> None:
+def test_a_client_id_metadata_document_client(tmp_path_factory: pytest.TempPathFactory, tls: Tls) -> None:
     """The authorization server fetches the client's metadata document from its HTTPS client_id URL; no
-    registration happens. (Test-only relaxations: oidc-provider's SSRF guard is dropped so it may fetch from
-    127.0.0.1, and it trusts the throwaway certificate through NODE_EXTRA_CA_CERTS.)"""
-    need(NODE, "Node 22 (tools/node)")
-    need(OIDC, "oidc-provider (tools/node)")
-    server = AuthServer(tmp_path_factory.mktemp("cimd-as"), script=AUTHCODE_SCRIPT,
-                        env={"AS_CIMD": "1", "NODE_EXTRA_CA_CERTS": str(tls[0])})
-    server.start([signing_key("cimd-key1")])
-    try:
-        doc = lambda url: client_metadata_document(url, "cimd-test", ["http://127.0.0.1/callback"])  # noqa: E731
-        with https_document(tls, "/client.json", doc) as cimd_url, \
-                protected([server.issuer], "--auth-required-scopes", "tools:read") as url:
-            ua = Browser()
-            store = MemoryTokenStore()
-            me = asyncio.run(whoami(url, oauth(ua, store=store, client_metadata_url=cimd_url)))
-            assert me["client_id"] == cimd_url and ua.errors == []
-            assert ua.query(0)["client_id"] == [cimd_url]
-            identity = asyncio.run(Records(store).client(server.issuer))
-            assert identity is not None and identity.kind == "metadata-document"
-    finally:
-        server.stop()
+    registration happens (the test-only relaxations are in cimd_harness.py)."""
+    doc = lambda url: client_metadata_document(url, "cimd-test", ["http://127.0.0.1/callback"])  # noqa: E731
+    with cimd_auth_server(tmp_path_factory.mktemp("cimd-as"), tls, "cimd-key1") as server, \
+            https_document(tls, "/client.json", doc) as cimd_url, \
+            protected([server.issuer], "--auth-required-scopes", "tools:read") as url:
+        ua = Browser()
+        store = MemoryTokenStore()
+        me = asyncio.run(whoami(url, oauth(ua, store=store, client_metadata_url=cimd_url)))
+        assert me["client_id"] == cimd_url and ua.errors == []
+        assert ua.query(0)["client_id"] == [cimd_url]
+        identity = asyncio.run(Records(store).client(server.issuer))
+        assert identity is not None and identity.kind == "metadata-document"
 
 
 async def test_concurrent_requests_share_one_authorization(code_as: AuthServer, mcp_url: str) -> None:

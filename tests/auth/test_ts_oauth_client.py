@@ -1,7 +1,8 @@
 """The official TypeScript client 2.x (tools/node) runs the whole authorization flow against a protected
 `mcp-stateless serve` app and a real authorization server: discovery from our 401, authorization code with
 PKCE and a resource indicator, calls with the token, a step-up on our 403 insufficient_scope, and a
-refresh after our 401 for an access token we refuse.
+refresh after our 401 for an access token we refuse; as a pre-registered client, a dynamically registered
+one and a Client ID Metadata Document client.
 The client side is tests/auth/js/ts_oauth_client.mjs; every value it reports is checked here."""
 
 from __future__ import annotations
@@ -14,11 +15,14 @@ from typing import Any
 
 import pytest
 from as_harness import NODE, ROOT, AuthServer
+from cimd_harness import Tls, cimd_auth_server, https_document
 from test_resource_server import protected
 
+from mcp_stateless.client.oauth import client_metadata_document
 from services import need
 
 CLIENT = Path(__file__).resolve().parent / "js" / "ts_oauth_client.mjs"
+REDIRECT = "http://127.0.0.1/callback"  # the client's, in ts_oauth_client.mjs
 SDK = ROOT / "tools" / "node" / "node_modules" / "@modelcontextprotocol" / "client" / "package.json"
 
 
@@ -28,10 +32,11 @@ def server(auth_server: AuthServer) -> Iterator[str]:
         yield url
 
 
-def run_client(url: str, mode: str, issuer: str) -> dict[str, Any]:
+def run_client(url: str, mode: str, issuer: str, *extra: str) -> dict[str, Any]:
     need(NODE, "Node 22 (tools/node)")
     need(SDK, "@modelcontextprotocol/client (tools/node)")
-    r = subprocess.run([str(NODE), str(CLIENT), url, mode, issuer], capture_output=True, text=True, timeout=90)
+    r = subprocess.run([str(NODE), str(CLIENT), url, mode, issuer, *extra], capture_output=True, text=True,
+                       timeout=90)
     assert r.returncode == 0, r.stderr
     assert "[mcp-sdk]" not in r.stderr, r.stderr  # no SDK warning about how the provider is written
     got: dict[str, Any] = json.loads(r.stdout)
@@ -86,3 +91,33 @@ def test_dynamically_registered_client_logs_in_calls_and_refreshes(server: str, 
     assert out["hadRefreshToken"] is True and out["refreshed"] is True
     assert out["whoamiRefreshed"] == out["whoami"]
     assert out["savedScopes"] == ["tools:read", "tools:read"]
+
+
+def test_client_id_metadata_document_client_logs_in_calls_steps_up_and_refreshes(
+    tmp_path_factory: pytest.TempPathFactory, tls: Tls
+) -> None:
+    """The TS client names itself by the HTTPS URL of its Client ID Metadata Document (served on loopback),
+    at an authorization server that advertises `client_id_metadata_document_supported`: no registration,
+    the authorization server fetches the document; then the whole flow as above."""
+    doc = lambda u: client_metadata_document(u, "mcp-stateless TS interop", [REDIRECT])  # noqa: E731
+    with cimd_auth_server(tmp_path_factory.mktemp("ts-cimd-as"), tls, "ts-cimd-key1") as auth, \
+            https_document(tls, "/ts-client.json", doc) as cimd_url, \
+            protected([auth.issuer], "--auth-required-scopes", "tools:read") as url:
+        out = run_client(url, "cimd", auth.issuer, cimd_url)
+    iss = auth.issuer
+    # this authorization server lists offline_access, so the client adds it (our PRM never names it)
+    assert out["logins"] == [login(iss, cimd_url, "tools:read offline_access", url),
+                             login(iss, cimd_url, "tools:read tools:admin offline_access", url)]
+    assert "connectedWithoutLogin" not in out and out["version"] == "2026-07-28"
+    assert out["registered"] == [] and out["savedClients"] == [cimd_url]  # no registration, the URL is the id
+    assert out["tools"] == ["whoami", "new_cart", "peek_cart"]
+    assert out["whoami"] == {"id": f"{iss}#alice", "scopes": ["tools:read"], "client_id": cimd_url}
+    assert out["stepUp"] is True and "stepUpRefused" not in out and out["reset"] == "reset"
+    assert out["whoamiAfter"] == {"id": f"{iss}#alice", "scopes": ["tools:admin", "tools:read"],
+                                  "client_id": cimd_url}
+    assert out["toolsAfter"] == ["whoami", "reset", "new_cart", "peek_cart"]
+    assert out["toolsCachedAfter"] == ["whoami", "new_cart", "peek_cart"]
+    assert out["hadRefreshToken"] is True and out["refreshed"] is True
+    assert out["whoamiRefreshed"] == out["whoamiAfter"]
+    assert out["savedScopes"] == ["tools:read", "tools:read tools:admin", "tools:read tools:admin"]
+    assert out["tokenType"] == "Bearer"
