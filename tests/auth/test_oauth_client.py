@@ -179,6 +179,26 @@ async def test_step_up_asks_for_the_union_of_scopes(code_as: AuthServer, mcp_url
     assert {"tools:read", "tools:admin"} <= set(me["scopes"])
 
 
+async def test_a_dynamically_registered_client_steps_up(code_as: AuthServer, mcp_url: str) -> None:
+    """oidc-provider holds a registered client to the scopes it registered with (RFC 7591 `scope`): our client
+    registers for every scope the resource's metadata lists, while its first authorization asks only for the
+    challenge's, so the step-up to tools:admin is granted. (Registered for tools:read alone, a client is
+    refused the step-up with invalid_scope: the TS client in test_ts_oauth_client.py.)"""
+    ua = Browser()
+    store = MemoryTokenStore()
+    async with Client(mcp_url, auth=oauth(ua, store=store, client_name="dcr-step-up")) as c:
+        await c.call_tool("whoami", {})
+        result = await c.call_tool("reset", {})
+        assert result["content"][0]["text"] == "reset"
+        me = (await c.call_tool("whoami", {}))["structuredContent"]
+    identity = await Records(store).client(code_as.issuer)
+    assert identity is not None and identity.kind == "registered" and me["client_id"] == identity.client_id
+    assert ua.errors == [] and len(ua.visits) == 2
+    assert ua.scopes(0) == {"tools:read", "offline_access"}  # least privilege at first
+    assert ua.scopes(1) == {"tools:read", "tools:admin", "offline_access"}
+    assert {"tools:read", "tools:admin"} <= set(me["scopes"])
+
+
 def test_login_stores_a_token_the_other_commands_use(code_as: AuthServer, mcp_url: str, tmp_path: Path) -> None:
     store = tmp_path / "cfg" / "tokens.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_STATELESS_")}

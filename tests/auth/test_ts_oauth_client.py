@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from as_harness import NODE, ROOT, AuthServer
 from cimd_harness import Tls, cimd_auth_server, https_document
@@ -73,13 +74,23 @@ def test_pre_registered_client_logs_in_calls_steps_up_and_refreshes(server: str,
 
 
 def test_dynamically_registered_client_logs_in_calls_and_refreshes(server: str, auth_server: AuthServer) -> None:
-    """DCR (RFC 7591) then the same flow. The client registers for the scope of the first challenge only,
-    so the authorization server (which enforces the registered scope, as RFC 7591 allows) refuses the
-    step-up: our server's part (the 403 naming the union) is what the client asked for."""
+    """DCR (RFC 7591) then the same flow, with the step-up refused by the authorization server, correctly.
+
+    The client registers with `scope` = the scope it picks for its first authorization, and it picks the
+    401 challenge's `scope` ahead of our metadata's `scopes_supported` (the specification's scope
+    selection order), so it registers for tools:read although our metadata lists tools:admin too.
+    oidc-provider holds a client to its registered `scope` (RFC 7591 §2: the scopes the client can use
+    when requesting access tokens), so the step-up asking for tools:admin is refused with invalid_scope
+    at the authorization endpoint, and the client does not register again. Our server's part, the 403
+    naming the union, is what the client asked for; our own client registers for every listed scope and
+    steps up (test_oauth_client.py)."""
+    prm = httpx.get(server.replace("/mcp", "/.well-known/oauth-protected-resource/mcp")).json()
+    assert prm["scopes_supported"] == ["tools:read", "tools:admin"]
     out = run_client(server, "dcr", auth_server.issuer)
     iss = auth_server.issuer
     [client_id] = out["registered"]
-    assert client_id != "public-app"
+    assert client_id != "public-app" and out["savedClients"] == [client_id]
+    assert out["registeredScope"] == "tools:read"
     assert out["logins"] == [login(iss, client_id, "tools:read", server),
                              login(iss, client_id, "tools:read tools:admin", server)]
     assert out["whoami"] == {"id": f"{iss}#alice", "scopes": ["tools:read"], "client_id": client_id}

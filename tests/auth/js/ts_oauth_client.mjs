@@ -43,7 +43,10 @@ class HeadlessProvider {
   saveClientInformation(info) {
     this.client = info;
     this.savedClients.push(info.client_id);
-    if (typeof info.client_id_issued_at === 'number') this.registered.push(info.client_id);
+    if (typeof info.client_id_issued_at === 'number') {
+      this.registered.push(info.client_id);
+      this.registeredScope = info.scope ?? null;  // what the authorization server registered it for
+    }
   }
   tokens() { return this.tokenSet; }
   saveTokens(tokens) { this.tokenSet = tokens; this.saved.push(tokens.scope ?? null); }
@@ -149,6 +152,7 @@ out.refreshed = provider.tokenSet.access_token !== held.access_token && out.logi
   && provider.pending === undefined;
 out.registered = provider.registered;
 out.savedClients = provider.savedClients;
+if (provider.registered.length) out.registeredScope = provider.registeredScope;
 out.savedScopes = provider.saved;
 out.tokenType = provider.tokenSet?.token_type ?? null;
 await client.close();
