@@ -17,9 +17,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from as_harness import AUTHCODE_SCRIPT, NODE, OIDC, AuthServer, signing_key
+from as_harness import AUTHCODE_SCRIPT, AuthServer, running_auth_server
 
-from services import free_port, need
+from services import free_port
 
 Tls = tuple[Path, Path]  # (certificate, private key), PEM files
 
@@ -75,11 +75,6 @@ def https_document(tls: Tls, path: str, make: Callable[[str], Any]) -> Iterator[
 @contextlib.contextmanager
 def cimd_auth_server(workdir: Path, tls: Tls, kid: str) -> Iterator[AuthServer]:
     """authcode.mjs with Client ID Metadata Documents enabled, trusting `tls`'s certificate."""
-    need(NODE, "Node 22 (tools/node)")
-    need(OIDC, "oidc-provider (tools/node)")
-    server = AuthServer(workdir, script=AUTHCODE_SCRIPT, env={"AS_CIMD": "1", "NODE_EXTRA_CA_CERTS": str(tls[0])})
-    server.start([signing_key(kid)])
-    try:
+    env = {"AS_CIMD": "1", "NODE_EXTRA_CA_CERTS": str(tls[0])}
+    with running_auth_server(workdir, kid, AUTHCODE_SCRIPT, env) as server:
         yield server
-    finally:
-        server.stop()

@@ -24,7 +24,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
-from as_harness import AUTHCODE_SCRIPT, NODE, OIDC, ROOT, AuthServer, signing_key
+from as_harness import AUTHCODE_SCRIPT, ROOT, AuthServer, running_auth_server
 from cimd_harness import Tls, cimd_auth_server, https_document
 from test_resource_server import CLI, protected
 
@@ -44,14 +44,8 @@ from services import free_port, need
 
 @pytest.fixture(scope="module")
 def code_as(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthServer]:
-    need(NODE, "Node 22 (tools/node)")
-    need(OIDC, "oidc-provider (tools/node)")
-    server = AuthServer(tmp_path_factory.mktemp("code-as"), script=AUTHCODE_SCRIPT)
-    server.start([signing_key("code-key1")])
-    try:
+    with running_auth_server(tmp_path_factory.mktemp("code-as"), "code-key1", AUTHCODE_SCRIPT) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")
