@@ -323,7 +323,7 @@ async def test_mrtr_expired_state() -> None:
 async def test_mrtr_wrong_principal() -> None:
     async with Driver(mrtr_app()) as d:
         state = await _state(d, user="alice")
-        _refused(await _retry(d, state, user="mallory"), "requestState belongs to a different principal")
+        _refused(await _retry(d, state, user="mallory"), "requestState is not valid")  # as a forged one
 
 
 async def test_mrtr_replay_onto_other_method_tool_or_params() -> None:
