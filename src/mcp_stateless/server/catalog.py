@@ -92,8 +92,8 @@ class Catalog:
         return bool(self.resources or self.templates) or "resources" in self.declared
 
     def scopes(self) -> list[str]:
-        """Every OAuth scope a registration asks for, sorted: what the resource's metadata lists as
-        `scopes_supported` (RFC 9728), so a client can register for the scopes it may be asked to step up to."""
+        """Every OAuth scope the registered tools, prompts and resources need, sorted: what `serve` lists as
+        the metadata's `scopes_supported` (RFC 9728), so a client can register for a later step-up."""
         entries: list[Tool | Prompt | Resource | ResourceTemplate] = [
             *self.tools.values(), *self.prompts.values(), *self.resources.values(), *self.templates.values()]
         return sorted({scope for e in entries for scope in e.scopes})
