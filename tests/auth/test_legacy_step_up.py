@@ -1,6 +1,7 @@
 """Step-up on the 2025 era: a legacy session's call that lacks a scope gets the same 403 challenge as a
 modern request (the 2025-11-25 authorization spec asks for it), and a retry with a token carrying the
-scope succeeds on the same session. Real authorization server (oidc-provider), real `mcp-stateless serve`
+scope succeeds on the same session; on stdio and the 2024-11-05 HTTP+SSE transport, what the refusal looks
+like there. Real authorization server (oidc-provider), real `mcp-stateless serve`
 subprocess, real HTTP."""
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import orjson
 import pytest
 from as_harness import ROOT, AuthServer
 from test_resource_server import APP, CLI, prm_url, protected
+
+from sse_stream import sse
 
 LEGACY = "2025-11-25"
 
@@ -122,3 +125,43 @@ def test_on_stdio_a_legacy_refusal_names_the_scope_in_data(auth_server: AuthServ
         "code": -32600, "message": "Insufficient scope: tool reset needs tools:admin",
         "data": {"requiredScopes": ["tools:admin"]}}}
     assert answers[2]["result"]["structuredContent"]["id"] == f"{auth_server.issuer}#reader"
+
+
+def test_on_http_sse_a_tool_scope_refusal_arrives_on_the_stream_and_a_required_one_is_403(
+    auth_server: AuthServer,
+) -> None:
+    """2024-11-05 HTTP+SSE: a POST is answered 202 before the call runs, so a tool's missing scope can only
+    be told on the stream, as the JSON-RPC error with `data.requiredScopes` (no status, no header). A scope
+    every request needs is checked when the POST is authenticated, before the channel: that POST gets the
+    403 step-up challenge itself, as does a GET opening a stream."""
+    with protected([auth_server.issuer], "--legacy-sse", "--auth-required-scopes", "tools:read") as url:
+        token = auth_server.token("reader", url, "tools:read")
+        auth = {"authorization": f"Bearer {token}"}
+        with sse(url, auth) as stream:
+            post = stream.post_url()
+            r = httpx.post(post, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}},
+                headers=auth)
+            assert r.status_code == 202 and r.content == b""
+            assert stream.message(lambda m: m.get("id") == 0)["result"]["protocolVersion"] == "2024-11-05"
+            assert httpx.post(post, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                              headers=auth).status_code == 202
+            r = httpx.post(post, json={"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                                       "params": {"name": "reset", "arguments": {}}}, headers=auth)
+            assert r.status_code == 202 and r.content == b"" and "www-authenticate" not in r.headers
+            assert stream.message(lambda m: m.get("id") == 7) == {"jsonrpc": "2.0", "id": 7, "error": {
+                "code": -32600, "message": "Insufficient scope: tool reset needs tools:admin",
+                "data": {"requiredScopes": ["tools:admin"]}}}
+            # a token without the server-wide scope: refused before its body is read, so without an id
+            bare = {"authorization": f"Bearer {auth_server.token('reader', url)}"}
+            r = httpx.post(post, json={"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+                                       "params": {"name": "whoami", "arguments": {}}}, headers=bare)
+            assert r.status_code == 403
+            assert r.headers["www-authenticate"] == (f'Bearer error="insufficient_scope", scope="tools:read", '
+                                                     f'resource_metadata="{prm_url(url)}"')
+            assert r.json() == {"jsonrpc": "2.0", "error": {
+                "code": -32600, "message": "Insufficient scope: needs tools:read"}}
+            opening = httpx.get(url, headers={"accept": "text/event-stream", **bare})
+            assert opening.status_code == 403
+            assert (opening.headers["www-authenticate"], opening.content) == (r.headers["www-authenticate"],
+                                                                              r.content)

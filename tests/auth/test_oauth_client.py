@@ -9,13 +9,10 @@ to the authorization URL; the last redirect lands on the authorizer's real loopb
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
-import http.server
 import json
 import logging
 import os
-import ssl
 import stat
 import subprocess
 import threading
@@ -27,7 +24,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
-from as_harness import AUTHCODE_SCRIPT, NODE, OIDC, ROOT, AuthServer, signing_key
+from as_harness import AUTHCODE_SCRIPT, ROOT, AuthServer, running_auth_server
+from cimd_harness import Tls, cimd_auth_server, https_document
 from test_resource_server import CLI, protected
 
 from mcp_stateless.client import Client, OAuthError
@@ -46,14 +44,8 @@ from services import free_port, need
 
 @pytest.fixture(scope="module")
 def code_as(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthServer]:
-    need(NODE, "Node 22 (tools/node)")
-    need(OIDC, "oidc-provider (tools/node)")
-    server = AuthServer(tmp_path_factory.mktemp("code-as"), script=AUTHCODE_SCRIPT)
-    server.start([signing_key("code-key1")])
-    try:
+    with running_auth_server(tmp_path_factory.mktemp("code-as"), "code-key1", AUTHCODE_SCRIPT) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -181,6 +173,26 @@ async def test_step_up_asks_for_the_union_of_scopes(code_as: AuthServer, mcp_url
     assert {"tools:read", "tools:admin"} <= set(me["scopes"])
 
 
+async def test_a_dynamically_registered_client_steps_up(code_as: AuthServer, mcp_url: str) -> None:
+    """oidc-provider holds a registered client to the scopes it registered with (RFC 7591 `scope`): our client
+    registers for every scope the resource's metadata lists, while its first authorization asks only for the
+    challenge's, so the step-up to tools:admin is granted. (Registered for tools:read alone, a client is
+    refused the step-up with invalid_scope: the TS client in test_ts_oauth_client.py.)"""
+    ua = Browser()
+    store = MemoryTokenStore()
+    async with Client(mcp_url, auth=oauth(ua, store=store, client_name="dcr-step-up")) as c:
+        await c.call_tool("whoami", {})
+        result = await c.call_tool("reset", {})
+        assert result["content"][0]["text"] == "reset"
+        me = (await c.call_tool("whoami", {}))["structuredContent"]
+    identity = await Records(store).client(code_as.issuer)
+    assert identity is not None and identity.kind == "registered" and me["client_id"] == identity.client_id
+    assert ua.errors == [] and len(ua.visits) == 2
+    assert ua.scopes(0) == {"tools:read", "offline_access"}  # least privilege at first
+    assert ua.scopes(1) == {"tools:read", "tools:admin", "offline_access"}
+    assert {"tools:read", "tools:admin"} <= set(me["scopes"])
+
+
 def test_login_stores_a_token_the_other_commands_use(code_as: AuthServer, mcp_url: str, tmp_path: Path) -> None:
     store = tmp_path / "cfg" / "tokens.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_STATELESS_")}
@@ -229,78 +241,20 @@ async def test_tokens_are_kept_per_issuer_and_resource(code_as: AuthServer, mcp_
 
 
 
-@pytest.fixture(scope="module")
-def tls(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A throwaway self-signed certificate for 127.0.0.1 (test-only: the CIMD host must be HTTPS)."""
-    d = tmp_path_factory.mktemp("tls")
-    cert, key = d / "cert.pem", d / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
-                   check=True, capture_output=True, timeout=60)
-    return cert, key
-
-
-@contextlib.contextmanager
-def https_document(tls: tuple[Path, Path], path: str, make: Any) -> Iterator[str]:
-    """Serve one JSON document over HTTPS on 127.0.0.1 (`make(url)` builds it); yields its URL."""
-    port = free_port()
-    url = f"https://127.0.0.1:{port}{path}"
-    body = json.dumps(make(url)).encode()
-    fetched: list[str] = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            fetched.append(self.path)
-            if self.path != path:
-                self.send_error(404)
-                return
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(str(tls[0]), str(tls[1]))
-    server.socket = ctx.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield url
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
-        assert fetched, "the authorization server never fetched the client metadata document"
-
-
-def test_a_client_id_metadata_document_client(tmp_path_factory: pytest.TempPathFactory,
-                                              tls: tuple[Path, Path]) -> None:
+def test_a_client_id_metadata_document_client(tmp_path_factory: pytest.TempPathFactory, tls: Tls) -> None:
     """The authorization server fetches the client's metadata document from its HTTPS client_id URL; no
-    registration happens. (Test-only relaxations: oidc-provider's SSRF guard is dropped so it may fetch from
-    127.0.0.1, and it trusts the throwaway certificate through NODE_EXTRA_CA_CERTS.)"""
-    need(NODE, "Node 22 (tools/node)")
-    need(OIDC, "oidc-provider (tools/node)")
-    server = AuthServer(tmp_path_factory.mktemp("cimd-as"), script=AUTHCODE_SCRIPT,
-                        env={"AS_CIMD": "1", "NODE_EXTRA_CA_CERTS": str(tls[0])})
-    server.start([signing_key("cimd-key1")])
-    try:
-        doc = lambda url: client_metadata_document(url, "cimd-test", ["http://127.0.0.1/callback"])  # noqa: E731
-        with https_document(tls, "/client.json", doc) as cimd_url, \
-                protected([server.issuer], "--auth-required-scopes", "tools:read") as url:
-            ua = Browser()
-            store = MemoryTokenStore()
-            me = asyncio.run(whoami(url, oauth(ua, store=store, client_metadata_url=cimd_url)))
-            assert me["client_id"] == cimd_url and ua.errors == []
-            assert ua.query(0)["client_id"] == [cimd_url]
-            identity = asyncio.run(Records(store).client(server.issuer))
-            assert identity is not None and identity.kind == "metadata-document"
-    finally:
-        server.stop()
+    registration happens (the test-only relaxations are in cimd_harness.py)."""
+    doc = lambda url: client_metadata_document(url, "cimd-test", ["http://127.0.0.1/callback"])  # noqa: E731
+    with cimd_auth_server(tmp_path_factory.mktemp("cimd-as"), tls, "cimd-key1") as server, \
+            https_document(tls, "/client.json", doc) as cimd_url, \
+            protected([server.issuer], "--auth-required-scopes", "tools:read") as url:
+        ua = Browser()
+        store = MemoryTokenStore()
+        me = asyncio.run(whoami(url, oauth(ua, store=store, client_metadata_url=cimd_url)))
+        assert me["client_id"] == cimd_url and ua.errors == []
+        assert ua.query(0)["client_id"] == [cimd_url]
+        identity = asyncio.run(Records(store).client(server.issuer))
+        assert identity is not None and identity.kind == "metadata-document"
 
 
 async def test_concurrent_requests_share_one_authorization(code_as: AuthServer, mcp_url: str) -> None:

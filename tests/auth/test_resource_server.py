@@ -103,8 +103,10 @@ def server(auth_server: AuthServer) -> Iterator[str]:
 
 # ------------------------------------------------------------------------------ metadata, 401
 def test_protected_resource_metadata_at_both_well_known_paths(server: str, auth_server: AuthServer) -> None:
+    # scopes_supported: the required scope, then what the app's tool `reset`, prompt `audit` and resource
+    # memo://secret need (tests/auth/protected_app.py)
     expected = {"resource": server, "authorization_servers": [auth_server.issuer],
-                "bearer_methods_supported": ["header"], "scopes_supported": ["tools:read"]}
+                "bearer_methods_supported": ["header"], "scopes_supported": ["tools:read", "tools:admin"]}
     for url in (prm_url(server), server.replace("/mcp", "/.well-known/oauth-protected-resource")):
         r = httpx.get(url)
         assert r.status_code == 200

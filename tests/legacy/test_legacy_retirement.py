@@ -16,10 +16,10 @@ from pathlib import Path
 import httpx
 import pytest
 from test_legacy_http import KEYS, init_msg, msg, serve
-from test_legacy_sse import SseStream
 
 from mcp_stateless.protocol import retirement
 from mcp_stateless.protocol.meta import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
+from sse_stream import SseStream
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")

@@ -9,8 +9,6 @@ instance), and a list change made through the other instance. The official TS SD
 
 from __future__ import annotations
 
-import contextlib
-import json
 import queue
 import threading
 import urllib.parse
@@ -24,79 +22,11 @@ from test_legacy_http import msg, serve
 from test_legacy_sdk_clients import run_ts
 
 from services import http_server
+from sse_stream import SseStream, sse
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")
 APP = "tests/legacy/legacy_app.py:app"
-WAIT = 20.0  # seconds any one message may take to arrive (the machine is shared)
-
-
-class SseStream:
-    """A GET stream read on a thread: `(event, data)` pairs in a queue, until `close()`."""
-
-    def __init__(self, url: str, headers: dict[str, str] | None = None) -> None:
-        self.url = url
-        self.events: queue.Queue[tuple[str, str] | BaseException] = queue.Queue()
-        self.response: httpx.Response | None = None
-        self._client = httpx.Client(timeout=httpx.Timeout(WAIT, read=None))
-        self._opened = threading.Event()
-        self._thread = threading.Thread(target=self._read, args=(headers or {},), daemon=True)
-        self._thread.start()
-        assert self._opened.wait(WAIT), "the SSE stream did not open"
-
-    def _read(self, headers: dict[str, str]) -> None:
-        try:
-            with self._client.stream("GET", self.url, headers={"accept": "text/event-stream", **headers}) as r:
-                self.response = r
-                self._opened.set()
-                event, data = "message", []
-                for line in r.iter_lines():
-                    if line.startswith("event:"):
-                        event = line[6:].strip()
-                    elif line.startswith("data:"):
-                        data.append(line[5:].lstrip(" "))
-                    elif line == "" and data:
-                        self.events.put((event, "\n".join(data)))
-                        event, data = "message", []
-        except BaseException as e:  # any failure of the reader thread is the test's to report
-            self._opened.set()
-            self.events.put(e)
-
-    def next(self) -> tuple[str, str]:
-        got = self.events.get(timeout=WAIT)
-        if isinstance(got, BaseException):
-            raise AssertionError(f"the stream ended: {got!r}")
-        return got
-
-    def message(self, until: Any = None) -> dict[str, Any]:
-        """The next JSON-RPC message (the first matching `until`, when given; others are skipped)."""
-        for _ in range(50):
-            event, data = self.next()
-            assert event == "message", (event, data)
-            m: dict[str, Any] = json.loads(data)
-            if until is None or until(m):
-                return m
-        raise AssertionError("no matching message in 50")
-
-    def post_url(self) -> str:
-        event, data = self.next()
-        assert event == "endpoint"
-        return urllib.parse.urljoin(self.url, data)
-
-    def close(self) -> None:
-        self._client.close()
-        self._thread.join(WAIT)
-
-
-@contextlib.contextmanager
-def sse(url: str) -> Iterator[SseStream]:
-    s = SseStream(url)
-    try:
-        yield s
-    finally:
-        s.close()
-
-
 @pytest.fixture(scope="module", params=["sqlite", "redis"])
 def pair(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     if request.param == "sqlite":

@@ -323,7 +323,7 @@ async def test_mrtr_expired_state() -> None:
 async def test_mrtr_wrong_principal() -> None:
     async with Driver(mrtr_app()) as d:
         state = await _state(d, user="alice")
-        _refused(await _retry(d, state, user="mallory"), "requestState belongs to a different principal")
+        _refused(await _retry(d, state, user="mallory"), "requestState is not valid")  # as a forged one
 
 
 async def test_mrtr_replay_onto_other_method_tool_or_params() -> None:
@@ -550,3 +550,32 @@ def test_registration_rejects_bad_names_and_annotations() -> None:
         app.tool(
             input_schema={"type": "object", "properties": {"f": {"type": "number", "x-mcp-header": "F"}}}
         )(lambda f: f)
+
+
+def test_catalog_scopes_are_every_scope_registered_sorted_and_follow_removals() -> None:
+    app = App("scoped", "1")
+
+    @app.tool(scopes=["b:write", "a:read"])
+    def write() -> str:
+        return "w"
+
+    @app.prompt(scopes=["c:prompt"])
+    def brief() -> str:
+        return "p"
+
+    @app.resource("memo://x", scopes=["a:read", "d:memo"])
+    def memo() -> str:
+        return "m"
+
+    @app.resource("memo://{name}", scopes=["e:template"])
+    def named(name: str) -> str:
+        return name
+
+    @app.tool()
+    def open_tool() -> str:
+        return "o"
+
+    assert app.catalog.scopes() == ["a:read", "b:write", "c:prompt", "d:memo", "e:template"]
+    app.catalog.remove_tool("write")
+    assert app.catalog.scopes() == ["a:read", "c:prompt", "d:memo", "e:template"]
+    assert App("bare", "1").catalog.scopes() == []

@@ -162,7 +162,7 @@ def test_interleaved_requests_on_one_connection(served: Callable[..., Any]) -> N
         assert (st, m[0]["error"]["code"], m[0]["error"]["message"]) == (
             400,
             -32602,
-            "requestState belongs to a different principal",
+            "requestState is not valid",
         )
         st, _, m = call(rpc("tools/call", retry, id=11, caps={"elicitation": {}}), x_user="alice")
         assert (st, text(m)) == (200, "alice confirmed True")

@@ -371,8 +371,12 @@ def _use_auth(app: App, config: ServeConfig) -> None:
     except ImportError as e:
         raise CliError(f"--auth-issuer needs the 'auth' extra (pip install 'mcp-stateless[auth]'): {e}") from None
     try:
+        # scopes_supported: the required ones first, then those the app's tools, prompts and resources need
+        # (registered by now: the app module has been imported), so a client can register for a later step-up.
+        required = list(config.auth_required_scopes)
         app.authenticator = BearerAuthenticator(
-            config.resource_url, config.auth_issuers, required_scopes=config.auth_required_scopes,
+            config.resource_url, config.auth_issuers, required_scopes=required,
+            scopes_supported=list(dict.fromkeys([*required, *app.catalog.scopes()])),
             min_refresh_interval=config.auth_refresh_seconds)
     except ValueError as e:
         raise CliError(str(e)) from None

@@ -169,14 +169,14 @@ def unseal(ring: KeyRing, ctx: StateContext, state: Any, now: float | None = Non
         body = orjson.loads(_b64d(body_b64))
     except (ValueError, orjson.JSONDecodeError):
         raise invalid_params("requestState is not valid") from None
-    if not isinstance(body, dict):
+    # Another principal's state is answered as a malformed one, and before anything else is said about it
+    # (expired, another request): its holder learns nothing, not even that it is genuine.
+    if not isinstance(body, dict) or body.get("p") != ctx.principal:
         raise invalid_params("requestState is not valid")
     if body.get("e", 0) < (time.time() if now is None else now):
         raise invalid_params("requestState has expired; start the request again without it")
     if body.get("m") != ctx.method or body.get("d") != ctx.digest:
         raise invalid_params("requestState belongs to a different request")
-    if body.get("p") != ctx.principal:
-        raise invalid_params("requestState belongs to a different principal")
     return body.get("v")
 
 

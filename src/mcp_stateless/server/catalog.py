@@ -91,6 +91,13 @@ class Catalog:
     def declares_resources(self) -> bool:
         return bool(self.resources or self.templates) or "resources" in self.declared
 
+    def scopes(self) -> list[str]:
+        """Every OAuth scope the registered tools, prompts and resources need, sorted: what `serve` lists as
+        the metadata's `scopes_supported` (RFC 9728), so a client can register for a later step-up."""
+        entries: list[Tool | Prompt | Resource | ResourceTemplate] = [
+            *self.tools.values(), *self.prompts.values(), *self.resources.values(), *self.templates.values()]
+        return sorted({scope for e in entries for scope in e.scopes})
+
     def capabilities(self) -> dict[str, Any]:
         caps: dict[str, Any] = {}
         if self.declares_tools:

@@ -8,14 +8,16 @@
 // follows redirects with a cookie jar until it reaches the redirect_uri, like a user agent would.
 // Prints one JSON object on stdout; the pytest side checks every value.
 //
-//   node ts_oauth_client.mjs <mcp-url> <pre-registered|dcr> <issuer the client is pre-registered at>
+//   node ts_oauth_client.mjs <mcp-url> <pre-registered|dcr|cimd> <issuer> [<client metadata document URL>]
+// pre-registered: the client is `public-app` at <issuer>; dcr: it registers (RFC 7591); cimd: its client_id is
+// the HTTPS URL of its Client ID Metadata Document (the test serves the document there).
 import { createRequire } from 'node:module';
 import { randomUUID } from 'node:crypto';
 
 const require = createRequire(new URL('../../../tools/node/package.json', import.meta.url));
 const { Client, OAuthError, StreamableHTTPClientTransport, UnauthorizedError } = require('@modelcontextprotocol/client');
 
-const [url, mode, issuer] = process.argv.slice(2);
+const [url, mode, issuer, metadataUrl] = process.argv.slice(2);
 const deadline = setTimeout(() => { console.error('ts_oauth_client: timed out'); process.exit(3); }, 60000);
 // Never fetched: the user agent below stops at it, as a native app's loopback listener would take it.
 const REDIRECT = 'http://127.0.0.1/callback';
@@ -24,18 +26,28 @@ class HeadlessProvider {
   constructor() {
     this.client = mode === 'pre-registered' ? { client_id: 'public-app', issuer } : undefined;
     this.registered = [];
+    this.savedClients = [];
     this.saved = [];
     this.pending = undefined;
     this.lastState = undefined;
   }
   get redirectUrl() { return REDIRECT; }
+  get clientMetadataUrl() { return mode === 'cimd' ? metadataUrl : undefined; }
   get clientMetadata() {
     return { client_name: 'mcp-stateless TS interop', redirect_uris: [REDIRECT], response_types: ['code'],
              grant_types: ['authorization_code', 'refresh_token'], token_endpoint_auth_method: 'none' };
   }
   state() { this.lastState = randomUUID(); return this.lastState; }
   clientInformation() { return this.client; }
-  saveClientInformation(info) { this.client = info; this.registered.push(info.client_id); }
+  // `registered`: the ids a registration answer (RFC 7591, with client_id_issued_at) gave; `savedClients`: all
+  saveClientInformation(info) {
+    this.client = info;
+    this.savedClients.push(info.client_id);
+    if (typeof info.client_id_issued_at === 'number') {
+      this.registered.push(info.client_id);
+      this.registeredScope = info.scope ?? null;  // what the authorization server registered it for
+    }
+  }
   tokens() { return this.tokenSet; }
   saveTokens(tokens) { this.tokenSet = tokens; this.saved.push(tokens.scope ?? null); }
   redirectToAuthorization(authorizationUrl) { this.pending = authorizationUrl; }
@@ -139,6 +151,8 @@ out.whoamiRefreshed = (await client.callTool({ name: 'whoami', arguments: {} }))
 out.refreshed = provider.tokenSet.access_token !== held.access_token && out.logins.length === loginsBefore
   && provider.pending === undefined;
 out.registered = provider.registered;
+out.savedClients = provider.savedClients;
+if (provider.registered.length) out.registeredScope = provider.registeredScope;
 out.savedScopes = provider.saved;
 out.tokenType = provider.tokenSet?.token_type ?? null;
 await client.close();

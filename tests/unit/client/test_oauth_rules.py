@@ -33,6 +33,7 @@ from mcp_stateless.client.oauth.rules import (
     read_server_metadata,
     read_token_response,
     registration_request,
+    registration_scopes,
     token_auth_method,
 )
 from mcp_stateless.client.oauth.store import Records
@@ -107,6 +108,14 @@ def test_scope_selection_order_union_and_offline_access() -> None:
     no_refresh = read_server_metadata(as_doc(scopes_supported=["offline_access"], grant_types_supported=[
         "authorization_code"]), ISSUER)
     assert choose_scopes(["c1"], prm, no_refresh) == ["c1"]
+
+
+def test_a_registration_is_for_the_scopes_asked_and_every_scope_the_resource_lists() -> None:
+    prm = ResourceMetadata("https://m/mcp", (ISSUER,), ("r1", "r2", "offline_access"))
+    assert registration_scopes(["r1", "offline_access"], prm) == ["r1", "offline_access", "r2"]
+    assert registration_scopes(["c1"], prm) == ["c1", "r1", "r2"]  # never offline_access because a resource did
+    assert registration_scopes(["c1"], ResourceMetadata("https://m", (ISSUER,), None)) == ["c1"]
+    assert registration_scopes([], ResourceMetadata("https://m", (ISSUER,), None)) == []
 
 
 def test_token_endpoint_authentication_as_advertised() -> None:

@@ -93,11 +93,16 @@ def test_expiry() -> None:
     refused(RING, CTX, s, "requestState has expired; start the request again without it", now=now + 31)
 
 
-def test_wrong_principal() -> None:
-    s = seal(RING, CTX, {}, ttl_s=60)
-    refused(
-        RING, StateContext("bob", CTX.method, CTX.digest), s, "requestState belongs to a different principal"
-    )
+def test_another_principals_state_is_answered_as_an_invalid_one() -> None:
+    """Nothing tells its holder that it is genuine: not its expiry, not the request it belongs to."""
+    now = 1_000_000.0
+    s = seal(RING, CTX, {}, ttl_s=60, now=now)
+    bob = StateContext("bob", CTX.method, CTX.digest)
+    refused(RING, bob, "v1.k1.e30.x", "requestState is not valid", now=now)  # what a mangled one gets
+    refused(RING, bob, s, "requestState is not valid", now=now)
+    refused(RING, bob, s, "requestState is not valid", now=now + 61)  # expired, yet not said so
+    bob_elsewhere = StateContext("bob", "prompts/get", params_digest("prompts/get", PARAMS))
+    refused(RING, bob_elsewhere, s, "requestState is not valid", now=now)
 
 
 def test_replay_onto_another_method_or_params() -> None:

@@ -45,6 +45,7 @@ from .rules import (
     read_server_metadata,
     read_token_response,
     registration_request,
+    registration_scopes,
     require_secure,
     token_auth_method,
     token_error,
@@ -265,7 +266,7 @@ class OAuth:
         if self.authorizer is None:
             raise OAuthError(f"{server_url} needs authorization at {issuer}; log in first "
                              f"(mcp-stateless login {server_url})")
-        identity = await self._identity(server, scopes, self.authorizer.redirect_uri)
+        identity = await self._identity(server, registration_scopes(scopes, prm), self.authorizer.redirect_uri)
         pending = authorization_request(server, identity, self.authorizer.redirect_uri, prm.resource, scopes)
         log.info("authorizing %s at %s (scopes: %s)", server_url, issuer, " ".join(scopes) or "none")
         params = callback_params(await self.authorizer.authorize(pending.url))

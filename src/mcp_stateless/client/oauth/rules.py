@@ -157,6 +157,15 @@ def choose_scopes(
     return scopes
 
 
+def registration_scopes(asked: Sequence[str], resource: ResourceMetadata) -> list[str]:
+    """The scopes to register a client for (RFC 7591 `scope`): what this authorization asks for plus every
+    scope the resource lists. An authorization server may hold a client to its registered scopes, so a
+    registration for the first request's scopes alone would make every later step-up fail with
+    `invalid_scope`; each authorization request still asks only for what it needs."""
+    listed = [s for s in resource.scopes_supported or () if s != OFFLINE_ACCESS]
+    return list(dict.fromkeys([*asked, *listed]))
+
+
 # ------------------------------------------------------------------------------------------ client identity
 
 
