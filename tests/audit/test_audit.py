@@ -197,3 +197,16 @@ def test_interrupting_an_audit_stops_every_instance_it_started(tmp_path: Path) -
     for pid in children:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_a_server_without_list_changed_is_held_to_the_dropped_call_only(tmp_path: Path) -> None:
+    """fastmcp 4.1.6 declares `listChanged: false` everywhere and answers subscriptions/listen with -32601,
+    which the spec allows a server that offers no listen; broken.reconnect then checks the dropped call
+    and its retry alone instead of skipping on the refused listen."""
+    need(FASTMCP_PY, "the fastmcp venv (fastmcp==4.1.6)")
+    rc, rep, _ = audit(["--launch", f"{FASTMCP_PY} {HERE / 'servers' / 'fastmcp_unlock_tools.py'} {{port}}",
+                        "--instances", "2", "--only", "broken"], tmp_path)
+    assert rc == 0 and [c["id"] for c in rep["checks"]] == ["era", "broken.reconnect"]
+    assert by_status(rep, "pass")["broken.reconnect"]["finding"] == (
+        "after a dropped ping, the retry was answered (result (complete)); no listen to drop (the server "
+        "declares no listChanged capability)")
