@@ -205,3 +205,17 @@ async def test_bounds_head_size_and_connections() -> None:
         reply = await asyncio.wait_for(r.read(), 5)
         assert reply.startswith(b"HTTP/1.1 431 ") and reply.endswith(b"audit proxy: request head too large\n")
         w.close()
+
+
+async def test_a_chunked_request_with_expect_continue_reaches_the_instance_whole() -> None:
+    async with proxied(json_name) as (proxy, (up,)):
+        r, w = await asyncio.open_connection("127.0.0.1", proxy.port)
+        w.write(b"POST /mcp HTTP/1.1\r\nHost: x\r\nexpect: 100-continue\r\ntransfer-encoding: chunked\r\n\r\n")
+        assert await asyncio.wait_for(r.readuntil(b"\r\n\r\n"), 5) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        w.write(b"3\r\n{\"a\r\n4\r\n\": 1\r\n1\r\n}\r\n0\r\nx-trailer: t\r\n\r\n")
+        head = await asyncio.wait_for(r.readuntil(b"\r\n\r\n"), 5)
+        assert head.startswith(b"HTTP/1.1 200 OK\r\n")
+        w.close()
+    forwarded = up.heads[0].decode().lower()
+    assert "content-length: 8\r\n" in forwarded
+    assert "transfer-encoding" not in forwarded and "expect" not in forwarded and "x-trailer" not in forwarded

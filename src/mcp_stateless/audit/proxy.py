@@ -217,8 +217,8 @@ class RoundRobinProxy:
                     except ValueError:
                         raise _BadRequest(400, "malformed chunk size") from None
                     if size == 0:
-                        while (trailer := await inbound.until(b"\r\n", lim.head_bytes)) not in (b"\r\n", None):
-                            del trailer
+                        while await inbound.until(b"\r\n", lim.head_bytes) not in (b"\r\n", None):
+                            pass  # trailers: not forwarded
                         break
                     size_total += size
                     if size_total > lim.body_bytes:
@@ -305,6 +305,12 @@ class RoundRobinProxy:
                             raise ValueError(f"malformed status line {status_line[:80]!r}")
                         if not 100 <= int(parts[1]) < 200:
                             break  # 1xx: the proxy already said 100 Continue itself
+                    headers = [(k, v.strip()) for k, _, v in (x.partition(":") for x in rest.split("\r\n") if x)]
+                    get = {k.lower(): v for k, v in headers}
+                    chunked = "chunked" in get.get("transfer-encoding", "").lower()
+                    length = None if chunked or "content-length" not in get else int(get["content-length"])
+                    if length is not None and length < 0:
+                        raise ValueError(f"Content-Length {length}")
             except TimeoutError:
                 writer.write(_response(504, "Gateway Timeout",
                                        f"audit proxy: {who} sent no response within {lim.response_head:g} s\n", mark))
@@ -317,10 +323,6 @@ class RoundRobinProxy:
                 await writer.drain()
                 return True
             status = int(parts[1])
-            headers = [(k, v.strip()) for k, _, v in (line.partition(":") for line in rest.split("\r\n") if line)]
-            get = {k.lower(): v for k, v in headers}
-            chunked = "chunked" in get.get("transfer-encoding", "").lower()
-            length = None if chunked or "content-length" not in get else int(get["content-length"])
             if req.method == "HEAD" or status in (204, 304):
                 length, chunked = 0, False
             conn_drop = {t.strip().lower() for t in get.get("connection", "").split(",")}
