@@ -80,6 +80,7 @@ def test_conformance_server_passes_every_check_on_three_instances(backend: str, 
     assert "reached the listen streams of all 3 instance(s)" in passed["listen.fan-out"]["finding"]
     assert rep["target"]["url"].startswith("http://127.0.0.1:") and rep["target"]["url"].endswith("/mcp")
     assert rep["target"]["description"].startswith(rep["target"]["url"] + " → ")
+    assert rep["summary"]["seconds"] < 60  # the bar for a full audit of three instances
 
 
 def test_conformance_server_over_stdio(tmp_path: Path) -> None:
