@@ -219,3 +219,28 @@ async def test_a_chunked_request_with_expect_continue_reaches_the_instance_whole
     forwarded = up.heads[0].decode().lower()
     assert "content-length: 8\r\n" in forwarded
     assert "transfer-encoding" not in forwarded and "expect" not in forwarded and "x-trailer" not in forwarded
+
+
+async def test_a_launched_target_restarts_the_instance_the_proxy_gave_the_last_call() -> None:
+    from auditlib import serve
+
+    from mcp_stateless.audit import LaunchedTarget
+    from mcp_stateless.audit.wire import modern
+
+    target = LaunchedTarget(serve("examples/echo.py:app"), 3)
+    await target.start()
+    try:
+        served = [(await target.send(modern("tools/list"))).instance for _ in range(5)]
+        before = target.pids
+        assert served == [0, 1, 2, 0, 1] and target.last_instance == 1
+        await target.restart("last")
+        after = target.pids
+        assert after[0] == before[0] and after[2] == before[2] and after[1] not in (None, before[1])
+        ex = await target.send(modern("tools/list"))
+        assert (ex.instance, ex.status, ex.result is not None) == (2, 200, True)
+        assert "x-mcp-audit-instance" not in ex.response_headers and "x-mcp-audit-tag" not in ex.headers
+        direct = await target.send(modern("tools/list"), instance=1)
+        assert (direct.instance, target.last_instance) == (1, 1)
+    finally:
+        await target.aclose()
+    assert target.pids == [None, None, None]

@@ -379,6 +379,11 @@ class LaunchedTarget(HttpTarget):
             await self.aclose()
             raise
 
+    @property
+    def pids(self) -> list[int | None]:
+        """Each instance's process id (None while it is stopped)."""
+        return [p.proc.pid if p.proc is not None else None for p in self._procs]
+
     async def _exchange(self, message: Message | None, instance: int | None, http_method: str,
                         headers: dict[str, str], timeout: float) -> Exchange:
         if instance is not None:
