@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from mcp_stateless import (
@@ -22,6 +23,11 @@ from mcp_stateless import (
     roots,
     sampling,
 )
+from mcp_stateless.protocol.endpoint import Call, Handler, ListenItem, Lister, Reply
+from mcp_stateless.protocol.envelope import Request
+from mcp_stateless.server.registry import Prompt, Tool
+from mcp_stateless.state.base import RecordStore
+from mcp_stateless.state.memory import MemoryRecords
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
 WAV = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
@@ -120,31 +126,93 @@ async def test_logging_tool(ctx: Context) -> str:
     return "Logging test completed"
 
 
+# ------------------------------------------------------- the fixtures that come and go, in shared state
+# Whether test_dynamic_tool / test_dynamic_prompt exist is a record in the app's state store (the one
+# `--state` selects), not a fact about the process that served the trigger: every instance behind a
+# balancer lists, calls and gets the same set. Each instance brings its own catalog in line with the
+# record before a request that reads a list, silently (the instance that made the change announced it
+# once, on the shared bus).
+DYNAMIC_NS, DYNAMIC_KEY = "conformance-fixtures", "dynamic"
+DYNAMIC_TOOL = "test_dynamic_tool"
+DYNAMIC_PROMPT = "test_dynamic_prompt"
+SWAP_ATTEMPTS = 20
+_unserved_records = MemoryRecords()  # an app driven without a state bundle (in-process tests)
+
+
 def _dynamic_tool() -> str:
     """A tool that comes and goes"""
     return "dynamic"
 
 
+_DYNAMIC = {
+    DYNAMIC_TOOL: Tool.build(_dynamic_tool, name=DYNAMIC_TOOL),
+    DYNAMIC_PROMPT: Prompt.build(lambda: "A prompt that comes and goes.", name=DYNAMIC_PROMPT,
+                                 description="A prompt that comes and goes"),
+}
+
+
+def _records() -> RecordStore:
+    return app.state.records if app.state is not None else _unserved_records
+
+
+async def _present() -> tuple[set[str], int | None]:
+    got = await _records().get(DYNAMIC_NS, DYNAMIC_KEY)
+    return (set(json.loads(got.data)), got.version) if got is not None else (set(), None)
+
+
+def _align(present: set[str]) -> None:
+    catalog = app.catalog
+    for name, item in _DYNAMIC.items():
+        table: dict[str, Any] = catalog.tools if isinstance(item, Tool) else catalog.prompts
+        if name in present and name not in table:
+            table[name] = item
+        elif name not in present:
+            table.pop(name, None)
+
+
+async def _toggle(name: str) -> None:
+    for _ in range(SWAP_ATTEMPTS):  # compare-and-swap: two instances toggling at once both count
+        present, version = await _present()
+        present ^= {name}
+        data = json.dumps(sorted(present)).encode()
+        done = (await _records().create(DYNAMIC_NS, DYNAMIC_KEY, data) if version is None
+                else await _records().swap(DYNAMIC_NS, DYNAMIC_KEY, version, data))
+        if done:
+            _align(present)
+            return
+    raise ToolError(f"{name} could not be toggled: the shared record kept changing")
+
+
+class SharedFixtures:
+    """Request middleware: the catalog matches the shared record before anything reads it."""
+
+    READS = frozenset({"tools/list", "tools/call", "prompts/list", "prompts/get"})
+
+    async def handle(self, req: Request, call: Call, call_next: Handler) -> Reply:
+        if req.method in self.READS:
+            _align((await _present())[0])
+        return await call_next(req, call)
+
+    def listen(self, req: Request, call: Call, call_next: Lister) -> AsyncGenerator[ListenItem, None]:
+        return call_next(req, call)
+
+
+app.add_request_middleware(SharedFixtures())
+
+
 @app.tool()
 async def test_trigger_tool_change() -> str:
     """Adds or removes test_dynamic_tool and notifies listen streams (notifications/tools/list_changed)"""
-    from mcp_stateless.server.registry import Tool
-
-    if not app.remove_tool("test_dynamic_tool"):
-        app.add_tool(Tool.build(_dynamic_tool, name="test_dynamic_tool"))
-    await asyncio.sleep(0)
+    await _toggle(DYNAMIC_TOOL)
+    await app.notify_tools_changed()
     return "Tool list changed."
 
 
 @app.tool()
 async def test_trigger_prompt_change() -> str:
     """Adds or removes test_dynamic_prompt and notifies listen streams (notifications/prompts/list_changed)"""
-    from mcp_stateless.server.registry import Prompt
-
-    if not app.remove_prompt("test_dynamic_prompt"):
-        app.add_prompt(Prompt.build(lambda: "A prompt that comes and goes.", name="test_dynamic_prompt",
-                                    description="A prompt that comes and goes"))
-    await asyncio.sleep(0)
+    await _toggle(DYNAMIC_PROMPT)
+    await app.notify_prompts_changed()
     return "Prompt list changed."
 
 

@@ -76,3 +76,30 @@ def test_a_modern_sdk_stdio_server_serves_an_unsupported_version_after_earlier_r
     assert failed["envelope.unsupported-version"]["finding"] == (
         "an unsupported protocol version: result (complete) instead of -32022")
     assert "expected error -32022, got result (complete)" in failed["stdio.interleave"]["finding"]
+
+
+async def test_the_python_sdk_listen_works_within_one_process_only() -> None:
+    """The control for listen.fan-out above: on two instances of the same server, a listen stream on
+    instance 2 gets notifications/tools/list_changed when the trigger runs on instance 2, and nothing when
+    it runs on instance 1 — the SDK's default InMemorySubscriptionBus, not a listen bug."""
+    need(SDK_PY, "the official SDK venv (mcp==2.3.0)")
+    from mcp_stateless.audit import LaunchedTarget
+    from mcp_stateless.audit.checks.calls import call
+    from mcp_stateless.audit.wire import modern
+
+    target = LaunchedTarget(f"{SDK_PY} {SERVERS / 'sdk_everything.py'} {{port}}", 2)
+    await target.start()
+    got = {}
+    try:
+        for where in (0, 1):
+            listen = modern("subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+            async with target.stream(listen, 1) as stream:
+                ack = await stream.next(5)
+                assert ack is not None and ack["method"] == "notifications/subscriptions/acknowledged"
+                made = await target.send(call("test_trigger_tool_change"), instance=where)
+                assert made.result is not None
+                event = await stream.next(2)
+                got[where + 1] = event and event["method"]
+    finally:
+        await target.aclose()
+    assert got == {1: None, 2: "notifications/tools/list_changed"}

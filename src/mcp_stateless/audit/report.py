@@ -23,6 +23,8 @@ def report(target: Target, profile: Profile, results: list[Result], seconds: flo
     counts = {s: sum(r.status == s for r in results) for s in ("pass", "fail", "warn", "skip")}
     t: dict[str, Any] = {"kind": target.kind, "description": target.description, "instances": target.instances,
                          "era": profile.era, "versions": profile.versions}
+    if target.url:
+        t["url"] = target.url
     if profile.server_info:
         t["serverInfo"] = profile.server_info
     return {"target": t, "summary": {**counts, "seconds": round(seconds, 3), "ok": counts["fail"] == 0},

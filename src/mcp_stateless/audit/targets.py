@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
 import shlex
 import signal
@@ -28,6 +29,7 @@ from ..client.channels import StdioChannel
 from ..client.errors import ClientError
 from ..client.http11 import Endpoint, HttpError, Pool
 from ..protocol.sse import decode_messages, iter_messages
+from .proxy import INSTANCE, TAG, RoundRobinProxy
 from .wire import Exchange, Message, headers_for
 
 Restart = Literal["all", "last"]
@@ -111,6 +113,10 @@ class Target(Protocol):
     principals: dict[str, str]
     last_instance: int
     recorded: list[Exchange]
+
+    @property
+    def url(self) -> str | None:
+        """The one URL that untargeted traffic goes to, when there is one."""
 
     async def start(self) -> None: ...
 
@@ -200,6 +206,10 @@ class HttpTarget(Recorder):
     def instances(self) -> int:
         return len(self.urls)
 
+    @property
+    def url(self) -> str | None:
+        return self.urls[0] if len(self.urls) == 1 else None
+
     async def start(self) -> None:
         return None
 
@@ -224,13 +234,17 @@ class HttpTarget(Recorder):
     async def send(self, message: Message | None, *, instance: int | None = None,
                    headers: Mapping[str, str | None] | None = None, http_method: str = "POST",
                    mirror: bool = True, principal: str | None = None, timeout: float = 10.0) -> Exchange:
-        i = self._pick(instance)
         h = self.headers(message, headers, principal, mirror)
         if http_method != "POST":
             h = {k: v for k, v in h.items() if k in ("accept", "authorization")}
             h.update({k: v for k, v in (headers or {}).items() if v is not None})
-        return self.record(await _http_exchange(self.pool, self.urls[i], message, instance=i,
-                                                http_method=http_method, headers=h, timeout=timeout))
+        return self.record(await self._exchange(message, instance, http_method, h, timeout))
+
+    async def _exchange(self, message: Message | None, instance: int | None, http_method: str,
+                        headers: dict[str, str], timeout: float) -> Exchange:
+        i = self._pick(instance)
+        return await _http_exchange(self.pool, self.urls[i], message, instance=i, http_method=http_method,
+                                    headers=headers, timeout=timeout)
 
     async def notify(self, message: Message) -> None:
         await self.send(message)
@@ -325,7 +339,9 @@ class _Instance:
 
 class LaunchedTarget(HttpTarget):
     """N instances of `command` (with `{port}` and optionally `{instance}` filled in) on free loopback ports,
-    started, restarted and stopped by the auditor."""
+    started, restarted and stopped by the auditor, behind its own round-robin proxy: a request for no
+    instance in particular goes through the proxy (the proxy's record says which instance served it); a
+    check that targets one instance, or holds a connection to it (a lane, a listen stream), goes direct."""
 
     can_restart = True
 
@@ -337,20 +353,50 @@ class LaunchedTarget(HttpTarget):
             raise TargetError("--instances must be between 1 and 16")
         self.workdir = Path(tempfile.mkdtemp(prefix="mcp-audit-"))
         self.start_timeout = start_timeout
+        self.path = path
         self._procs: list[_Instance] = []
         for n in range(instances):
             port = free_port()
             argv = [a.replace("{port}", str(port)).replace("{instance}", f"i{n + 1}") for a in shlex.split(command)]
             self._procs.append(_Instance(argv, port, self.workdir / f"i{n + 1}.log"))
         super().__init__([f"http://127.0.0.1:{p.port}{path}" for p in self._procs], principals)
-        self.description = f"{command} × {instances} (launched, round-robin)"
+        self.proxy = RoundRobinProxy([("127.0.0.1", p.port) for p in self._procs])
+        self.command = command
+        self.description = f"{command} × {instances} (launched, behind the auditor's round-robin proxy)"
+        self._tags = itertools.count(1)
+
+    @property
+    def url(self) -> str | None:
+        """Where untargeted traffic goes: the proxy (known once started)."""
+        return self.proxy.url(self.path)
 
     async def start(self) -> None:
         try:
+            await self.proxy.start()
+            self.description = f"{self.url} → {self.command} × {self.instances} (launched, round-robin proxy)"
             await asyncio.gather(*(p.start(self.start_timeout) for p in self._procs))
         except BaseException:
             await self.aclose()
             raise
+
+    @property
+    def pids(self) -> list[int | None]:
+        """Each instance's process id (None while it is stopped)."""
+        return [p.proc.pid if p.proc is not None else None for p in self._procs]
+
+    async def _exchange(self, message: Message | None, instance: int | None, http_method: str,
+                        headers: dict[str, str], timeout: float) -> Exchange:
+        if instance is not None:
+            return await super()._exchange(message, instance, http_method, headers, timeout)
+        tag = f"t{next(self._tags)}"
+        ex = await _http_exchange(self.pool, self.proxy.url(self.path), message, instance=0, http_method=http_method,
+                                  headers={**headers, TAG: tag}, timeout=timeout)
+        ex.headers.pop(TAG, None)
+        ex.response_headers.pop(INSTANCE, None)
+        served = self.proxy.instance_for(tag)
+        if served is not None:  # None: the proxy never read the request (refused, or dropped before it did)
+            ex.instance = self.last_instance = served
+        return ex
 
     async def restart(self, which: Restart = "all") -> None:
         chosen = self._procs if which == "all" else [self._procs[self.last_instance]]
@@ -361,6 +407,7 @@ class LaunchedTarget(HttpTarget):
 
     async def aclose(self) -> None:
         await super().aclose()
+        await self.proxy.aclose()
         await asyncio.gather(*(p.stop() for p in self._procs))
 
 
@@ -411,6 +458,7 @@ class StdioTarget(Recorder):
     instances = 1
     can_restart = True
     last_instance = 0
+    url = None
 
     def __init__(self, command: str, principals: Mapping[str, str] | None = None) -> None:
         super().__init__()

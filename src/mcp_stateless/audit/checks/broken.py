@@ -6,7 +6,7 @@ and accepts a new listen at once. (What a dropped call must not leave behind is 
 from __future__ import annotations
 
 from ..engine import Check, Context, Outcome
-from ..wire import modern
+from ..wire import Exchange, modern
 from .calls import call
 from .listen import acknowledged, listen_filter
 
@@ -15,24 +15,37 @@ FIX = ("A dropped response stream ends only its own request: cancel that request
        "and its next subscriptions/listen like any other request.")
 
 
+async def _drop_and_retry(ctx: Context) -> tuple[str, Exchange, Exchange]:
+    tools = ctx.probe_tools()
+    victim = call(tools[0]["name"], caps={}) if tools else modern("tools/list")
+    dropped = await ctx.target.send(victim, instance=0, timeout=0.02)  # gone before any answer can arrive
+    retry = await ctx.target.send({**victim, "id": f"{victim['id']}-retry"}, instance=0,
+                                  timeout=ctx.options.call_timeout)
+    return str(victim["params"].get("name") or victim["method"]), dropped, retry
+
+
 async def reconnect(ctx: Context) -> Outcome:
     t = ctx.target
-    flt = listen_filter(ctx) or {"toolsListChanged": True}
+    flt = listen_filter(ctx)
+    if not flt:
+        # No listChanged capability: the server may answer subscriptions/listen with -32601 (the spec's
+        # subscriptions section), so only the dropped call and its retry are held to account.
+        what, dropped, retry = await _drop_and_retry(ctx)
+        if retry.response is None:
+            return Outcome("fail", f"after a dropped {what}: the retry gave {retry.outcome()}", [dropped, retry], FIX)
+        return Outcome("pass", f"after a dropped {what}, the retry was answered ({retry.outcome()}); no listen "
+                               "to drop (the server declares no listChanged capability)", [retry])
     first = modern("subscriptions/listen", {"notifications": flt})
     async with t.stream(first, 0) as s:
         problem = await acknowledged(s, first["id"])
         listened = s.exchange
     if problem is not None:
         return Outcome("skip", f"skipped: subscriptions/listen was not acknowledged ({problem})", [listened])
-    tools = ctx.probe_tools()
-    victim = call(tools[0]["name"], caps={}) if tools else modern("tools/list")
-    dropped = await t.send(victim, instance=0, timeout=0.02)  # gone before any answer can arrive
-    retry = await t.send({**victim, "id": f"{victim['id']}-retry"}, instance=0, timeout=ctx.options.call_timeout)
+    what, dropped, retry = await _drop_and_retry(ctx)
     again = modern("subscriptions/listen", {"notifications": flt})
     async with t.stream(again, 0) as s:
         problem = await acknowledged(s, again["id"])
         relisten = s.exchange
-    what = victim["params"].get("name") or victim["method"]
     if retry.response is None or problem is not None:
         return Outcome("fail", f"after a dropped listen stream and a dropped {what}: the retry gave "
                                f"{retry.outcome()}, a new listen {problem or 'was acknowledged'}",

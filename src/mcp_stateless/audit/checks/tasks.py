@@ -80,7 +80,8 @@ async def poll(ctx: Context, task_id: str, *, feed: bool = True) -> tuple[Exchan
     return last, seen
 
 
-def _known_everywhere(gets: list[Exchange], task_id: str) -> list[str]:
+def _where_unknown(gets: list[Exchange], task_id: str) -> list[str]:
+    """The instances whose tasks/get did not answer with this task, each with what it said instead."""
     return [f"instance {g.instance + 1}: {g.outcome()}" for g in gets
             if (g.result or {}).get("taskId") != task_id]
 
@@ -95,7 +96,7 @@ async def across_instances(ctx: Context) -> Outcome:
     t = ctx.target
     gets = [await t.send(_tasks("tasks/get", task_id), instance=i, timeout=ctx.options.call_timeout)
             for i in range(t.instances)]
-    unknown = _known_everywhere(gets, task_id)
+    unknown = _where_unknown(gets, task_id)
     if unknown:
         return Outcome("fail", f"task {task_id} created on instance {created[-1].instance + 1} is unknown "
                                "elsewhere: " + "; ".join(unknown), [created[-1], *gets], FIX)
