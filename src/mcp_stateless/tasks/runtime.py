@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcp_stateless.tasks")
 
 REQUIRED_CAPABILITY: dict[str, Any] = {"extensions": {EXTENSION_ID: {}}}
+CANCEL_SETTLE_S = 2.0  # how long tasks/cancel waits for a local run to record its cancellation
 LOST_RUNNER = {"code": errors.INTERNAL_ERROR,
                "message": "The server instance running this task stopped before it finished; start it again."}
 
@@ -402,6 +403,10 @@ class TaskRuntime:
         change = await self.store.update(rec.task_id, ask)
         if local is not None:
             local.cancel()
+            # A run that honours the cancellation writes its terminal status as it unwinds: give it a moment,
+            # so a tasks/get sent right after this ack sees "cancelled" rather than a stale "working". Bounded
+            # (cancellation is cooperative; a handler may keep going) and never cancels the run's own write.
+            await asyncio.wait({local}, timeout=CANCEL_SETTLE_S)
         elif change is not None and change.written and change.after.terminal:
             await self._publish(rec.task_id)
         return {"resultType": "complete"}
