@@ -72,3 +72,15 @@ def test_without_tree_sitter_the_report_says_how_many_files_were_skipped_and_sti
     assert [(f.file, f.line, f.kind) for f in inv.findings] == [("package.json", 1, "dependency-range")]
     assert inv.notes == ["1 TypeScript/JavaScript file(s) were not analyzed (package.json ranges were checked): "
                          "install the `inventory` extra (pip install 'mcp-stateless[inventory]') for tree-sitter."]
+
+
+def test_a_form_feed_does_not_shift_excerpts_or_suppressions(tmp_path: Path) -> None:
+    """Parsers end lines only at `\\n`; a form feed (a page break in GNU-style sources) is whitespace to them."""
+    (tmp_path / "b.py").write_text(STATE.replace('mcp = FastMCP("s")', '\x0c\nmcp = FastMCP("s")').replace(
+        "seen.append(text)", "seen.append(text)  # mcp-stateless: ignore"))
+    (tmp_path / "a.js").write_text('import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";\n'
+                                   "// section\x0c\nconst seen = [];\nexport const f = (x) => { seen.push(x); };\n")
+    inv = inventory(tmp_path)
+    assert [(f.file, f.line, f.kind, f.excerpt) for f in inv.findings] == [
+        ("a.js", 4, "module-state", "export const f = (x) => { seen.push(x); };")]
+    assert inv.lines == 4 + 10

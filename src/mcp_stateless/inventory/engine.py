@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from . import npm_metadata, python_source
-from .finding import Finding
+from .finding import Finding, source_lines
 
 if TYPE_CHECKING:
     from . import typescript_source
@@ -98,11 +98,11 @@ def _requirements(path: Path, text: str) -> Iterator[tuple[int, str]]:
     """(line, requirement string) of every declared dependency in a metadata file."""
     name = path.name
     if name == "METADATA":
-        for i, line in enumerate(text.splitlines(), 1):
+        for i, line in enumerate(source_lines(text), 1):
             if line.startswith("Requires-Dist:"):
                 yield i, line.split(":", 1)[1]
     elif name.startswith("requirements") and name.endswith(".txt"):
-        yield from enumerate(text.splitlines(), 1)
+        yield from enumerate(source_lines(text), 1)
     elif name == "pyproject.toml":
         try:
             data = tomllib.loads(text)
@@ -112,7 +112,7 @@ def _requirements(path: Path, text: str) -> Iterator[tuple[int, str]]:
         reqs = list(project.get("dependencies", []))
         for extra in project.get("optional-dependencies", {}).values():
             reqs.extend(extra)
-        lines = text.splitlines()
+        lines = source_lines(text)
         for req in reqs:
             number = next((i for i, ln in enumerate(lines, 1) if f'"{req}"' in ln or f"'{req}'" in ln), 1)
             yield number, str(req)
@@ -122,7 +122,7 @@ def _dependency_findings(rel: str, path: Path, text: str, written_for_1: bool, s
     if path.name == "package.json":
         return npm_metadata.package_findings(rel, text, sdk1)
     out: list[Finding] = []
-    lines = text.splitlines()
+    lines = source_lines(text)
     for line, req in _requirements(path, text):
         m = _REQ.match(req)
         if not m or m.group(1).lower() != "mcp":
@@ -189,7 +189,7 @@ def inventory(root: str | Path, *, include_tests: bool = False, kinds: set[str] 
     per_file_lines: dict[str, list[str]] = {}
     for p, text in texts.items():
         rel = p.relative_to(top).as_posix()
-        lines = text.splitlines()
+        lines = source_lines(text)
         per_file_lines[rel] = lines
         if p.suffix == ".py":
             result.files += 1

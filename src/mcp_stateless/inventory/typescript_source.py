@@ -24,7 +24,7 @@ import tree_sitter_javascript
 import tree_sitter_typescript
 from tree_sitter import Language, Node, Parser
 
-from .finding import Finding
+from .finding import Finding, source_lines
 
 MCP_PREFIX = "@modelcontextprotocol/"
 FUNCTIONS = frozenset({"arrow_function", "function_expression", "function_declaration", "function",
@@ -194,7 +194,7 @@ def _bind_imports(src: Source, node: Node) -> None:
 
 def parse(path: str, text: str) -> Source:
     """Parse one file and read its imports; never raises."""
-    src = Source(path, text.splitlines(), None)
+    src = Source(path, source_lines(text), None)
     try:
         tree = _parser(posixpath.splitext(path)[1]).parse(text.encode("utf-8", errors="replace"))
     except (ValueError, RuntimeError):
