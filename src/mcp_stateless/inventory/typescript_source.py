@@ -574,9 +574,16 @@ class _Analyzer:
                 if self._session_key(value):
                     frame.sessions.add(n)
         else:
+            # `const { roots } = await server.listRoots()`: each bound name holds part of the answer
+            answer = value is not None and value.type not in FUNCTIONS and self._answer(value)
+            caps = value is not None and value.type not in FUNCTIONS and self._caps(value)
             for p in _walk(name):
                 if p.type in {"identifier", "shorthand_property_identifier_pattern"}:
                     frame.locals.add(_text(p))
+                    if answer:
+                        frame.answers.add(_text(p))
+                    if caps:
+                        frame.caps.add(_text(p))
                 if p.type == "shorthand_property_identifier_pattern" and _text(p) == "sessionId":
                     frame.sessions.add("sessionId")
                     self.add(p, "session-id-read", "destructures `sessionId`")
