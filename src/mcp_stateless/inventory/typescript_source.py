@@ -454,6 +454,10 @@ class _Analyzer:
             return _leaf(node) in {"sessionId", "session_id", "mcpSessionId"}
         if node.type == "subscript_expression":
             return (_string_value(node.child_by_field_name("index")) or "").lower() == "mcp-session-id"
+        if node.type == "call_expression":  # req.header("mcp-session-id"), c.req.header(...), headers.get(...)
+            args = _args(node)
+            return _leaf(node.child_by_field_name("function")) in {"get", "header", "getHeader"} and bool(args) \
+                and (_string_value(args[0]) or "").lower() == "mcp-session-id"
         if node.type == "template_string":  # a composite key with the session id in it
             return any(self._session_key(sub.named_children[0]) for sub in node.named_children
                        if sub.type == "template_substitution" and sub.named_children)
