@@ -279,6 +279,7 @@ class _Frame:
     answers: set[str] = field(default_factory=set)  # names holding a client's answer to a server request
     caps: set[str] = field(default_factory=set)  # names derived from the client's initialize capabilities
     sessions: set[str] = field(default_factory=set)  # names holding a session id
+    request_scoped: set[str] = field(default_factory=set)  # a handler's parameters (`extra`, `{ sendNotification }`)
 
 
 @dataclass
@@ -488,6 +489,15 @@ class _Analyzer:
                 _leaf(node) in SERVER_NAMES and self._serverish(node.child_by_field_name("object")))
         return False
 
+    def _request_scoped(self, notifier: Node) -> bool:
+        """`extra.sendNotification` of the request being handled (even from a timer inside its handler): the SDK
+        sends it as part of that request, on its response stream."""
+        if notifier.type != "identifier":
+            return False
+        name = _text(notifier)
+        frame = next((f for f in reversed(self.frames) if name in f.locals), None)
+        return frame is not None and name in frame.request_scoped
+
     def _outside(self) -> bool:
         return any(f.role == "outside" for f in self.frames)
 
@@ -534,6 +544,11 @@ class _Analyzer:
         frame.answers = {params[i] for i in self.pre.answer_params.get(name, set()) if i < len(params) and params[i]}
         # the transport's session callbacks are given the session id
         frame.sessions = {p for p in params if p in SESSION_NAMES or (session_hook and p)}
+        bound = fn.child_by_field_name("parameters") or fn.child_by_field_name("parameter")
+        if role == "handler" and bound is not None:
+            frame.request_scoped = {_text(n) for n in _walk(bound) if n.type in {
+                "identifier", "shorthand_property_identifier_pattern"}}
+            frame.locals |= frame.request_scoped
         self.frames.append(frame)
         saved, self.cap_conditions = self.cap_conditions, 0
         for child in fn.children:
@@ -747,7 +762,7 @@ class _Analyzer:
         elif leaf in ALWAYS_UNSOLICITED:
             self.add(node, "unsolicited-notification", f"`{leaf}` notifies outside the client's request")
         elif leaf in NOTIFY and (leaf != "notification" or self._serverish(recv)) and (
-                self._outside() or not self.frames):
+                self._outside() or not self.frames) and not self._request_scoped(recv if recv is not None else func):
             self.add(node, "unsolicited-notification", f"`{leaf}` from a timer, watcher or hook, outside a request")
         elif leaf in REGISTRATIONS and (leaf.startswith("register") or self._serverish(recv)) and (
                 self.cap_conditions or any(f.oninit for f in self.frames) or self._in_handler_or_outside()):
