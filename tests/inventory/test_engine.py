@@ -84,3 +84,13 @@ def test_a_form_feed_does_not_shift_excerpts_or_suppressions(tmp_path: Path) -> 
     assert [(f.file, f.line, f.kind, f.excerpt) for f in inv.findings] == [
         ("a.js", 4, "module-state", "export const f = (x) => { seen.push(x); };")]
     assert inv.lines == 4 + 10
+
+
+@pytest.mark.parametrize("toml", ["project = 1\n", '[project]\noptional-dependencies = ["mcp"]\n',
+                                  "[project]\ndependencies = [1, {a = 1}]\n",
+                                  '[project]\ndependencies = ["mcp>=1"]\noptional-dependencies = {x = "mcp"}\n'])
+def test_a_malformed_pyproject_declares_only_its_well_formed_requirements(tmp_path: Path, toml: str) -> None:
+    (tmp_path / "pyproject.toml").write_text(toml)
+    (tmp_path / "s.py").write_text("from mcp.server.fastmcp import FastMCP\n")
+    expected = {("pyproject.toml", 2, "dependency-range")} if '"mcp>=1"' in toml else set()
+    assert _found(tmp_path) == expected

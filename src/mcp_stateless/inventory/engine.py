@@ -108,10 +108,15 @@ def _requirements(path: Path, text: str) -> Iterator[tuple[int, str]]:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError:
             return
-        project = data.get("project", {})
-        reqs = list(project.get("dependencies", []))
-        for extra in project.get("optional-dependencies", {}).values():
-            reqs.extend(extra)
+        # a malformed table (`project = 1`, a list of extras) declares nothing, and must not stop the report
+        project = data.get("project")
+        project = project if isinstance(project, dict) else {}
+        deps = project.get("dependencies")
+        reqs = [r for r in deps if isinstance(r, str)] if isinstance(deps, list) else []
+        extras = project.get("optional-dependencies")
+        for extra in extras.values() if isinstance(extras, dict) else []:
+            if isinstance(extra, list):
+                reqs.extend(r for r in extra if isinstance(r, str))
         lines = source_lines(text)
         for req in reqs:
             number = next((i for i, ln in enumerate(lines, 1) if f'"{req}"' in ln or f"'{req}'" in ln), 1)
