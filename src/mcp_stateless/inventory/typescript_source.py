@@ -712,6 +712,9 @@ class _Analyzer:
         value = node.child_by_field_name("value")
         if key == "eventStore" and value is not None and _text(value) not in {"undefined", "null"}:
             self.add(node, "event-replay", "an event store replays broken streams (Last-Event-ID)")
+        elif key == "sessionIdGenerator" and value is not None and _text(value) not in {"undefined", "null"}:
+            self.add(node, "session-id-read", "`sessionIdGenerator`: the transport issues an Mcp-Session-Id and "
+                                              "requires it on every later request")
 
     def _on_shorthand_property_identifier(self, node: Node) -> None:
         if _text(node) == "eventStore":
