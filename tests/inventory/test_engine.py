@@ -94,3 +94,14 @@ def test_a_malformed_pyproject_declares_only_its_well_formed_requirements(tmp_pa
     (tmp_path / "s.py").write_text("from mcp.server.fastmcp import FastMCP\n")
     expected = {("pyproject.toml", 2, "dependency-range")} if '"mcp>=1"' in toml else set()
     assert _found(tmp_path) == expected
+
+
+def test_a_javascript_package_that_ships_only_build_is_read_there_and_pythons_build_copy_is_not(
+        tmp_path: Path) -> None:
+    (tmp_path / "build" / "lib" / "app").mkdir(parents=True)
+    (tmp_path / "build" / "index.js").write_text('import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";'
+                                                 "\nconst seen = [];\nexport const f = (x) => seen.push(x);\n")
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "server.py").write_text(STATE)
+    (tmp_path / "build" / "lib" / "app" / "server.py").write_text(STATE)  # setuptools' copy of app/
+    assert _found(tmp_path) == {("build/index.js", 3, "module-state"), ("app/server.py", 9, "module-state")}

@@ -22,7 +22,7 @@ from .finding import Finding, source_lines
 if TYPE_CHECKING:
     from . import typescript_source
 
-SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", "build", ".tox", ".mypy_cache",
+SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache",
                        ".ruff_cache", ".pytest_cache", "site-packages"})
 TEST_DIRS = frozenset({"tests", "test", "__tests__"})
 JS_SUFFIXES = frozenset({".ts", ".tsx", ".mts", ".cts", ".js", ".mjs", ".cjs"})
@@ -60,7 +60,9 @@ def walk(root: Path, include_tests: bool) -> Iterator[Path]:
 
 
 def _drop_compiled(paths: list[Path], root: Path) -> list[Path]:
-    """With TypeScript sources present, their compiled JS under dist/ or build/ is the same code twice."""
+    """With TypeScript sources present, their compiled JS under dist/ or build/ is the same code twice; Python
+    under build/ is setuptools' copy of the package. A JavaScript package that ships only build/ is read there."""
+    paths = [p for p in paths if not (p.suffix == ".py" and "build" in p.relative_to(root).parts[:-1])]
     has_ts = any(p.suffix in {".ts", ".tsx", ".mts", ".cts"} for p in paths)
     if not has_ts:
         return paths
