@@ -72,3 +72,36 @@ def test_without_tree_sitter_the_report_says_how_many_files_were_skipped_and_sti
     assert [(f.file, f.line, f.kind) for f in inv.findings] == [("package.json", 1, "dependency-range")]
     assert inv.notes == ["1 TypeScript/JavaScript file(s) were not analyzed (package.json ranges were checked): "
                          "install the `inventory` extra (pip install 'mcp-stateless[inventory]') for tree-sitter."]
+
+
+def test_a_form_feed_does_not_shift_excerpts_or_suppressions(tmp_path: Path) -> None:
+    """Parsers end lines only at `\\n`; a form feed (a page break in GNU-style sources) is whitespace to them."""
+    (tmp_path / "b.py").write_text(STATE.replace('mcp = FastMCP("s")', '\x0c\nmcp = FastMCP("s")').replace(
+        "seen.append(text)", "seen.append(text)  # mcp-stateless: ignore"))
+    (tmp_path / "a.js").write_text('import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";\n'
+                                   "// section\x0c\nconst seen = [];\nexport const f = (x) => { seen.push(x); };\n")
+    inv = inventory(tmp_path)
+    assert [(f.file, f.line, f.kind, f.excerpt) for f in inv.findings] == [
+        ("a.js", 4, "module-state", "export const f = (x) => { seen.push(x); };")]
+    assert inv.lines == 4 + 10
+
+
+@pytest.mark.parametrize("toml", ["project = 1\n", '[project]\noptional-dependencies = ["mcp"]\n',
+                                  "[project]\ndependencies = [1, {a = 1}]\n",
+                                  '[project]\ndependencies = ["mcp>=1"]\noptional-dependencies = {x = "mcp"}\n'])
+def test_a_malformed_pyproject_declares_only_its_well_formed_requirements(tmp_path: Path, toml: str) -> None:
+    (tmp_path / "pyproject.toml").write_text(toml)
+    (tmp_path / "s.py").write_text("from mcp.server.fastmcp import FastMCP\n")
+    expected = {("pyproject.toml", 2, "dependency-range")} if '"mcp>=1"' in toml else set()
+    assert _found(tmp_path) == expected
+
+
+def test_a_javascript_package_that_ships_only_build_is_read_there_and_pythons_build_copy_is_not(
+        tmp_path: Path) -> None:
+    (tmp_path / "build" / "lib" / "app").mkdir(parents=True)
+    (tmp_path / "build" / "index.js").write_text('import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";'
+                                                 "\nconst seen = [];\nexport const f = (x) => seen.push(x);\n")
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "server.py").write_text(STATE)
+    (tmp_path / "build" / "lib" / "app" / "server.py").write_text(STATE)  # setuptools' copy of app/
+    assert _found(tmp_path) == {("build/index.js", 3, "module-state"), ("app/server.py", 9, "module-state")}

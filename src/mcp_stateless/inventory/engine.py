@@ -17,12 +17,12 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from . import npm_metadata, python_source
-from .finding import Finding
+from .finding import Finding, source_lines
 
 if TYPE_CHECKING:
     from . import typescript_source
 
-SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", "build", ".tox", ".mypy_cache",
+SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache",
                        ".ruff_cache", ".pytest_cache", "site-packages"})
 TEST_DIRS = frozenset({"tests", "test", "__tests__"})
 JS_SUFFIXES = frozenset({".ts", ".tsx", ".mts", ".cts", ".js", ".mjs", ".cjs"})
@@ -60,7 +60,9 @@ def walk(root: Path, include_tests: bool) -> Iterator[Path]:
 
 
 def _drop_compiled(paths: list[Path], root: Path) -> list[Path]:
-    """With TypeScript sources present, their compiled JS under dist/ or build/ is the same code twice."""
+    """With TypeScript sources present, their compiled JS under dist/ or build/ is the same code twice; Python
+    under build/ is setuptools' copy of the package. A JavaScript package that ships only build/ is read there."""
+    paths = [p for p in paths if not (p.suffix == ".py" and "build" in p.relative_to(root).parts[:-1])]
     has_ts = any(p.suffix in {".ts", ".tsx", ".mts", ".cts"} for p in paths)
     if not has_ts:
         return paths
@@ -98,21 +100,26 @@ def _requirements(path: Path, text: str) -> Iterator[tuple[int, str]]:
     """(line, requirement string) of every declared dependency in a metadata file."""
     name = path.name
     if name == "METADATA":
-        for i, line in enumerate(text.splitlines(), 1):
+        for i, line in enumerate(source_lines(text), 1):
             if line.startswith("Requires-Dist:"):
                 yield i, line.split(":", 1)[1]
     elif name.startswith("requirements") and name.endswith(".txt"):
-        yield from enumerate(text.splitlines(), 1)
+        yield from enumerate(source_lines(text), 1)
     elif name == "pyproject.toml":
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError:
             return
-        project = data.get("project", {})
-        reqs = list(project.get("dependencies", []))
-        for extra in project.get("optional-dependencies", {}).values():
-            reqs.extend(extra)
-        lines = text.splitlines()
+        # a malformed table (`project = 1`, a list of extras) declares nothing, and must not stop the report
+        project = data.get("project")
+        project = project if isinstance(project, dict) else {}
+        deps = project.get("dependencies")
+        reqs = [r for r in deps if isinstance(r, str)] if isinstance(deps, list) else []
+        extras = project.get("optional-dependencies")
+        for extra in extras.values() if isinstance(extras, dict) else []:
+            if isinstance(extra, list):
+                reqs.extend(r for r in extra if isinstance(r, str))
+        lines = source_lines(text)
         for req in reqs:
             number = next((i for i, ln in enumerate(lines, 1) if f'"{req}"' in ln or f"'{req}'" in ln), 1)
             yield number, str(req)
@@ -122,7 +129,7 @@ def _dependency_findings(rel: str, path: Path, text: str, written_for_1: bool, s
     if path.name == "package.json":
         return npm_metadata.package_findings(rel, text, sdk1)
     out: list[Finding] = []
-    lines = text.splitlines()
+    lines = source_lines(text)
     for line, req in _requirements(path, text):
         m = _REQ.match(req)
         if not m or m.group(1).lower() != "mcp":
@@ -189,7 +196,7 @@ def inventory(root: str | Path, *, include_tests: bool = False, kinds: set[str] 
     per_file_lines: dict[str, list[str]] = {}
     for p, text in texts.items():
         rel = p.relative_to(top).as_posix()
-        lines = text.splitlines()
+        lines = source_lines(text)
         per_file_lines[rel] = lines
         if p.suffix == ".py":
             result.files += 1

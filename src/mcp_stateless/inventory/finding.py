@@ -27,3 +27,12 @@ class Finding:
     @property
     def fix(self) -> str:
         return KINDS[self.kind].fix
+
+
+def source_lines(text: str) -> list[str]:
+    """The lines of a source as its parser numbers them: only `\\n` ends a line. `str.splitlines()` also splits at
+    form feeds, `\\x1c`-`\\x1e` and U+2028/U+2029, which shifts every later excerpt and suppression comment."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]

@@ -12,7 +12,7 @@ import json
 import math
 import re
 
-from .finding import Finding
+from .finding import Finding, source_lines
 
 SDK = "@modelcontextprotocol/sdk"
 SECTIONS = ("dependencies", "peerDependencies", "optionalDependencies")
@@ -79,7 +79,7 @@ def package_findings(rel: str, text: str, written_for_1: bool) -> list[Finding]:
         return []
     if not isinstance(data, dict):
         return []
-    lines = text.splitlines()
+    lines = source_lines(text)
     out: list[Finding] = []
     for section in SECTIONS:
         deps = data.get(section)

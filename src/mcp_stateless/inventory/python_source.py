@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 
-from .finding import Finding
+from .finding import Finding, source_lines
 
 SERVER_REQUESTS = frozenset({"create_message", "elicit", "elicit_form", "elicit_url", "list_roots", "send_ping",
                              "sample"})
@@ -437,7 +437,7 @@ def analyze_tree(path: str, text: str, tree: ast.Module) -> list[Finding]:
     """Findings of one parsed Python file (the engine parses each file once and hands the tree here)."""
     if not imports_mcp(tree):
         return []
-    lines = text.splitlines()
+    lines = source_lines(text)
     try:
         visitor = _Visitor(path, lines, _module_mutables(tree), _class_mutables(tree))
         visitor.visit(tree)

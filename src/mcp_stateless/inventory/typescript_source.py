@@ -24,7 +24,7 @@ import tree_sitter_javascript
 import tree_sitter_typescript
 from tree_sitter import Language, Node, Parser
 
-from .finding import Finding
+from .finding import Finding, source_lines
 
 MCP_PREFIX = "@modelcontextprotocol/"
 FUNCTIONS = frozenset({"arrow_function", "function_expression", "function_declaration", "function",
@@ -194,7 +194,7 @@ def _bind_imports(src: Source, node: Node) -> None:
 
 def parse(path: str, text: str) -> Source:
     """Parse one file and read its imports; never raises."""
-    src = Source(path, text.splitlines(), None)
+    src = Source(path, source_lines(text), None)
     try:
         tree = _parser(posixpath.splitext(path)[1]).parse(text.encode("utf-8", errors="replace"))
     except (ValueError, RuntimeError):
@@ -279,6 +279,7 @@ class _Frame:
     answers: set[str] = field(default_factory=set)  # names holding a client's answer to a server request
     caps: set[str] = field(default_factory=set)  # names derived from the client's initialize capabilities
     sessions: set[str] = field(default_factory=set)  # names holding a session id
+    request_scoped: set[str] = field(default_factory=set)  # a handler's parameters (`extra`, `{ sendNotification }`)
 
 
 @dataclass
@@ -454,6 +455,10 @@ class _Analyzer:
             return _leaf(node) in {"sessionId", "session_id", "mcpSessionId"}
         if node.type == "subscript_expression":
             return (_string_value(node.child_by_field_name("index")) or "").lower() == "mcp-session-id"
+        if node.type == "call_expression":  # req.header("mcp-session-id"), c.req.header(...), headers.get(...)
+            args = _args(node)
+            return _leaf(node.child_by_field_name("function")) in {"get", "header", "getHeader"} and bool(args) \
+                and (_string_value(args[0]) or "").lower() == "mcp-session-id"
         if node.type == "template_string":  # a composite key with the session id in it
             return any(self._session_key(sub.named_children[0]) for sub in node.named_children
                        if sub.type == "template_substitution" and sub.named_children)
@@ -483,6 +488,15 @@ class _Analyzer:
             return _leaf(node) in {"server", "mcpServer"} or (
                 _leaf(node) in SERVER_NAMES and self._serverish(node.child_by_field_name("object")))
         return False
+
+    def _request_scoped(self, notifier: Node) -> bool:
+        """`extra.sendNotification` of the request being handled (even from a timer inside its handler): the SDK
+        sends it as part of that request, on its response stream."""
+        if notifier.type != "identifier":
+            return False
+        name = _text(notifier)
+        frame = next((f for f in reversed(self.frames) if name in f.locals), None)
+        return frame is not None and name in frame.request_scoped
 
     def _outside(self) -> bool:
         return any(f.role == "outside" for f in self.frames)
@@ -530,6 +544,11 @@ class _Analyzer:
         frame.answers = {params[i] for i in self.pre.answer_params.get(name, set()) if i < len(params) and params[i]}
         # the transport's session callbacks are given the session id
         frame.sessions = {p for p in params if p in SESSION_NAMES or (session_hook and p)}
+        bound = fn.child_by_field_name("parameters") or fn.child_by_field_name("parameter")
+        if role == "handler" and bound is not None:
+            frame.request_scoped = {_text(n) for n in _walk(bound) if n.type in {
+                "identifier", "shorthand_property_identifier_pattern"}}
+            frame.locals |= frame.request_scoped
         self.frames.append(frame)
         saved, self.cap_conditions = self.cap_conditions, 0
         for child in fn.children:
@@ -574,9 +593,16 @@ class _Analyzer:
                 if self._session_key(value):
                     frame.sessions.add(n)
         else:
+            # `const { roots } = await server.listRoots()`: each bound name holds part of the answer
+            answer = value is not None and value.type not in FUNCTIONS and self._answer(value)
+            caps = value is not None and value.type not in FUNCTIONS and self._caps(value)
             for p in _walk(name):
                 if p.type in {"identifier", "shorthand_property_identifier_pattern"}:
                     frame.locals.add(_text(p))
+                    if answer:
+                        frame.answers.add(_text(p))
+                    if caps:
+                        frame.caps.add(_text(p))
                 if p.type == "shorthand_property_identifier_pattern" and _text(p) == "sessionId":
                     frame.sessions.add("sessionId")
                     self.add(p, "session-id-read", "destructures `sessionId`")
@@ -686,6 +712,9 @@ class _Analyzer:
         value = node.child_by_field_name("value")
         if key == "eventStore" and value is not None and _text(value) not in {"undefined", "null"}:
             self.add(node, "event-replay", "an event store replays broken streams (Last-Event-ID)")
+        elif key == "sessionIdGenerator" and value is not None and _text(value) not in {"undefined", "null"}:
+            self.add(node, "session-id-read", "`sessionIdGenerator`: the transport issues an Mcp-Session-Id and "
+                                              "requires it on every later request")
 
     def _on_shorthand_property_identifier(self, node: Node) -> None:
         if _text(node) == "eventStore":
@@ -736,7 +765,7 @@ class _Analyzer:
         elif leaf in ALWAYS_UNSOLICITED:
             self.add(node, "unsolicited-notification", f"`{leaf}` notifies outside the client's request")
         elif leaf in NOTIFY and (leaf != "notification" or self._serverish(recv)) and (
-                self._outside() or not self.frames):
+                self._outside() or not self.frames) and not self._request_scoped(recv if recv is not None else func):
             self.add(node, "unsolicited-notification", f"`{leaf}` from a timer, watcher or hook, outside a request")
         elif leaf in REGISTRATIONS and (leaf.startswith("register") or self._serverish(recv)) and (
                 self.cap_conditions or any(f.oninit for f in self.frames) or self._in_handler_or_outside()):
