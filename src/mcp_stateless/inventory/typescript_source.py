@@ -789,9 +789,11 @@ class _Analyzer:
                 self.add(node, "session-id-read", "reads the Mcp-Session-Id header")
             elif header == "last-event-id":
                 self.add(node, "event-replay", "reads Last-Event-ID to replay a broken stream")
-        if leaf == "get" and first is not None and _string_value(first) is not None and any(
+        # `all` and `use` route every method to the handler, GET included.
+        if leaf in {"get", "all", "use"} and first is not None and _string_value(first) is not None and any(
                 self._serves_mcp(a) for a in args[1:]):
-            self.add(node, "get-stream", f"GET {_string_value(first)}: the standalone server-to-client stream")
+            how = "GET" if leaf == "get" else f"{leaf}() (GET included)"
+            self.add(node, "get-stream", f"{how} {_string_value(first)}: the standalone server-to-client stream")
         if self.stdio and func.type == "member_expression":
             obj = _text(recv)
             if (obj == "console" and leaf in STDOUT_CONSOLE) or (obj == "process.stdout" and leaf == "write"):
