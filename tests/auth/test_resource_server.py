@@ -158,6 +158,29 @@ def test_wrong_signature(server: str, auth_server: AuthServer) -> None:
     assert_refused(call(server, "tools/list", token=forged), server, "bad signature", forged)
 
 
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def test_alg_none_and_hs256_keyed_with_the_public_key(server: str, auth_server: AuthServer) -> None:
+    """The classic downgrades: an unsigned token, and an HMAC whose secret is the issuer's public key (what
+    a verifier that lets the token pick its algorithm would check it against)."""
+    import hashlib
+    import hmac
+
+    claims = _claims_of(auth_server.token("full", server, "tools:read"))
+    kid = auth_server.keys[0]["kid"]
+    payload = _b64(orjson.dumps({**claims, "sub": "admin"}))
+    unsigned = f"{_b64(orjson.dumps({'alg': 'none', 'kid': kid, 'typ': 'at+jwt'}))}.{payload}."
+    assert_refused(call(server, "tools/list", token=unsigned), server, "bad signature", unsigned)
+    public = RSAKey.import_key(auth_server.keys[0])
+    for secret in (public.as_pem(private=False), orjson.dumps(public.as_dict(private=False))):
+        signing_input = f"{_b64(orjson.dumps({'alg': 'HS256', 'kid': kid, 'typ': 'at+jwt'}))}.{payload}"
+        mac = hmac.new(secret, signing_input.encode("ascii"), hashlib.sha256).digest()
+        forged = f"{signing_input}.{_b64(mac)}"
+        assert_refused(call(server, "tools/list", token=forged), server, "bad signature", forged)
+
+
 def _claims_of(token: str) -> dict[str, Any]:
     payload = token.split(".")[1]
     return dict(orjson.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))))

@@ -123,6 +123,7 @@ class SseServer:
         self.stream: asyncio.StreamWriter | None = None
         self.url = ""
         self.open_posts = False
+        self.endpoint = b"/messages?session=1"
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
@@ -138,7 +139,7 @@ class SseServer:
                 elif head[0].startswith("GET /sse"):
                     self.stream = writer
                     writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
-                                 b": hello\n\nevent: endpoint\ndata: /messages?session=1\n\n")
+                                 b": hello\n\nevent: endpoint\ndata: " + self.endpoint + b"\n\n")
                     await writer.drain()
                     await asyncio.Event().wait()  # the stream stays open
                 elif head[0].startswith("POST /messages"):
@@ -180,6 +181,25 @@ async def test_the_hook_signs_the_http_sse_transport(sse_server: SseServer) -> N
                      ("POST /messages", "initialize"), ("POST /messages", "notifications/initialized"),
                      ("POST /messages", "tools/call")]
     assert all(h.get("authorization") == "Bearer tok" for _, h, _ in sse_server.requests)
+
+
+async def test_an_endpoint_event_naming_another_origin_gets_no_request(sse_server: SseServer) -> None:
+    """The HTTP+SSE stream names where to POST; credentials are never sent to another origin it names (as
+    for a redirect): the connection is refused instead."""
+    from mcp_stateless.client.errors import ChannelError
+
+    thief = SseServer()
+    srv = await asyncio.start_server(thief.serve, "127.0.0.1", 0)
+    try:
+        port = srv.sockets[0].getsockname()[1]
+        sse_server.endpoint = f"http://127.0.0.1:{port}/messages?session=1".encode()
+        with pytest.raises(ChannelError, match=rf"^the HTTP\+SSE endpoint event names another origin "
+                                               rf"\(http://127.0.0.1:{port}\)$"):
+            async with Client(sse_server.url, auth=BearerToken("tok"), version="2024-11-05"):
+                pass
+        assert thief.requests == []
+    finally:
+        srv.close()
 
 
 @pytest.mark.parametrize("version", ["auto", "2024-11-05"])

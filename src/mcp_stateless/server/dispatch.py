@@ -279,6 +279,18 @@ class Dispatcher:
         catalog = self.app.catalog
         if rtype == "ref/prompt" and target not in catalog.prompts:
             raise McpError(errors.INVALID_PARAMS, f"Unknown prompt: {target}")
+        # A completion lists values of a prompt's or resource's arguments: it needs the same scopes as using it.
+        scoped: _Scoped | None
+        if rtype == "ref/prompt":
+            scoped = catalog.prompts[target]
+        else:
+            scoped = catalog.resources.get(target) or catalog.templates.get(target)
+            if scoped is None:
+                found = catalog.find_resource(target)
+                scoped = found[0] if found is not None else None
+        if scoped is not None and scoped.scopes and not scoped.scopes <= call.principal.scopes:
+            kind = "prompt" if rtype == "ref/prompt" else "resource"
+            raise InsufficientScope(f"{kind} {target}", scoped.scopes)
         fn = catalog.completions.get((rtype, target))
         values: list[str] = []
         total: int | None = None

@@ -11,6 +11,7 @@ from ..protocol import errors
 from ..protocol.endpoint import KEEPALIVE, Call, ListenEnd, ListenEvent, ListenItem
 from ..protocol.envelope import META_SUBSCRIPTION_ID, Request
 from ..protocol.errors import McpError
+from ..protocol.principal import Principal
 from ..state.events import ChangeEvent, EventBus, MemoryEventBus, Subscription
 from ..tasks.model import EXTENSION_ID as TASKS_EXTENSION
 from ..tasks.runtime import REQUIRED_CAPABILITY as TASKS_REQUIRED
@@ -158,8 +159,14 @@ class Listeners:
                         yield ListenEvent(task_msg)
                     continue
                 msg = _event_message(ev, honoured, uris, tag)
-                if msg is not None:
+                if msg is not None and (ev.kind != "resource_updated" or self.may_read(ev.uri, call.principal)):
                     yield ListenEvent(msg)
+
+    def may_read(self, uri: str | None, principal: Principal) -> bool:
+        """Whether `principal` may hear of updates to `uri`: a subscription (a prefix one above all) must not
+        name, or time the changes of, a resource whose scopes the principal lacks."""
+        found = self.catalog.find_resource(uri) if uri is not None else None
+        return found is None or not found[0].scopes or found[0].scopes <= principal.scopes
 
     async def _task_message(self, task_id: str | None, task_ids: frozenset[str], principal: str,
                             tag: dict[str, Any]) -> dict[str, Any] | None:

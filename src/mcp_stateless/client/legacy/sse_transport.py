@@ -105,10 +105,23 @@ class SseChannel:
         except TimeoutError:
             await self.aclose()
             raise ChannelError("the HTTP+SSE stream sent no endpoint event") from None
+        except ChannelError:
+            await self.aclose()
+            raise
 
     def _announced(self, ev: Event) -> None:
         if ev.event == "endpoint" and self._ready is not None and not self._ready.done():
-            self._ready.set_result(self.endpoint.resolve(ev.data.strip()))
+            try:
+                target = self.endpoint.resolve(ev.data.strip())
+            except ValueError:
+                self._ready.set_exception(ChannelError("the HTTP+SSE endpoint event is not a URL"))
+                return
+            if target.key != self.endpoint.key:
+                # every POST carries the stream's credentials: never to another origin (as for a redirect)
+                self._ready.set_exception(ChannelError(
+                    f"the HTTP+SSE endpoint event names another origin ({target.scheme}://{target.host_header})"))
+                return
+            self._ready.set_result(target)
 
     async def _read(self, resp: Response) -> None:
         try:

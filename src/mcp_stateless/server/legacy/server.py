@@ -30,7 +30,7 @@ from ...protocol.endpoint import (
     StdioSession,
 )
 from ...protocol.envelope import LOG_LEVEL_RANK, LOG_LEVELS, Rejection
-from ...protocol.errors import McpError, error_response
+from ...protocol.errors import InsufficientScope, McpError, error_response
 from ...protocol.legacy import (
     SERVED_VERSIONS,
     SESSION_HEADER,
@@ -247,6 +247,10 @@ class LegacyServer:
             uri = req.params.get("uri")
             if not isinstance(uri, str):
                 return _error(req, errors.invalid_params(f"{method} needs params.uri"))
+            found = self.app.catalog.find_resource(uri) if method == "resources/subscribe" else None
+            if found is not None and found[0].scopes and not found[0].scopes <= principal.scopes:
+                # the session's update notifications would time the changes of a resource it may not read
+                return _answer(Reply.error(req.id, InsufficientScope(f"resource {uri}", found[0].scopes)))
             change = _subscribe(uri) if method == "resources/subscribe" else _unsubscribe(uri)
             try:
                 await self.sessions.update(session, change)
