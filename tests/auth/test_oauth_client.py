@@ -227,6 +227,22 @@ def test_login_stores_a_token_the_other_commands_use(code_as: AuthServer, mcp_ur
     assert bare.returncode == 1 and f"mcp-stateless login {mcp_url}" in bare.stderr
 
 
+@pytest.mark.parametrize("secret", [["--client-secret", "s3cret"], []])
+def test_login_with_a_secret_needs_the_issuer_it_belongs_to(secret: list[str], tmp_path: Path) -> None:
+    """The protected resource names the authorization server, so a secret with no fixed issuer could be sent
+    to one a hostile resource chose: refused before any request (the URL is never contacted)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_STATELESS_")}
+    if not secret:
+        env["MCP_STATELESS_CLIENT_SECRET"] = "s3cret"
+    r = subprocess.run([CLI, "login", "http://127.0.0.1:9/mcp", "--no-browser", "--client-id", "cli-secret",
+                        *secret, "--token-store", str(tmp_path / "t.json")], cwd=ROOT, capture_output=True,
+                       text=True, timeout=60, env=env)
+    assert r.returncode == 2
+    assert r.stderr == ("mcp-stateless: error: --client-secret needs --client-issuer (the authorization server "
+                        "the secret belongs to)\n")
+    assert "s3cret" not in r.stderr and not (tmp_path / "t.json").exists()
+
+
 async def test_tokens_are_kept_per_issuer_and_resource(code_as: AuthServer, mcp_url: str) -> None:
     store = FileTokenStore(Path(os.environ.get("TMPDIR", "/tmp")) / f"t13a-{os.getpid()}-{time.time_ns()}.json")
     try:

@@ -26,7 +26,10 @@ def register(sub: Any) -> None:
     p.add_argument("--scope", action="append", default=[], metavar="SCOPE",
                    help="ask for this scope too (repeatable; the server's own challenge decides the rest)")
     p.add_argument("--client-id", help="a client_id registered with the authorization server beforehand")
-    p.add_argument("--client-secret", help="its secret (or $MCP_STATELESS_CLIENT_SECRET)")
+    p.add_argument("--client-secret", help="its secret (or $MCP_STATELESS_CLIENT_SECRET); needs --client-issuer")
+    p.add_argument("--client-issuer", metavar="URL",
+                   help="the authorization server the client id belongs to (its issuer URL); the credentials are "
+                        "used only with it")
     p.add_argument("--client-metadata-url", metavar="URL",
                    help="this client's Client ID Metadata Document (an https URL), used where supported")
     p.add_argument("--port", type=int, default=0, help="loopback port for the redirect (default: any free one)")
@@ -46,10 +49,14 @@ async def _login(args: Any) -> int:
     secret = args.client_secret or os.environ.get("MCP_STATELESS_CLIENT_SECRET")
     if secret and not args.client_id:
         raise CliError("--client-secret needs --client-id")
+    # The protected resource names the authorization server: without a fixed issuer, a hostile resource could
+    # name one that collects the secret.
+    if secret and not args.client_issuer:
+        raise CliError("--client-secret needs --client-issuer (the authorization server the secret belongs to)")
     browser = None if args.no_browser else system_browser
     authorizer = LoopbackAuthorizer(args.port, timeout=args.wait, open_browser=browser)
     store = FileTokenStore(args.token_store)
-    pre = [PreRegistered(args.client_id, secret)] if args.client_id else []
+    pre = [PreRegistered(args.client_id, secret, args.client_issuer)] if args.client_id else []
     oauth = OAuth(authorizer=authorizer, store=store, pre_registered=pre, client_metadata_url=args.client_metadata_url,
                   client_name="mcp-stateless", scopes=args.scope)
     try:
