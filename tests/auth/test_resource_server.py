@@ -408,3 +408,57 @@ def test_stdio_takes_its_token_from_the_environment(auth_server: AuthServer) -> 
     assert r.returncode != 0 and r.stdout == b""
     assert b"credentials refused (401): Invalid access token: bad signature" in r.stderr
     assert forged.encode() not in r.stderr
+
+
+@pytest.mark.parametrize(("iss", "trusted"), [(None, True), ("TRUSTED", True), ("https://other.example", False),
+                                              (7, False)])
+def test_an_introspection_answer_is_credited_only_to_a_trusted_issuer(iss: object, trusted: bool) -> None:
+    """RFC 7662 `iss` is optional: absent, the token is the introspecting (trusted) issuer's; naming an issuer
+    this resource does not trust, it is refused rather than credited to a trusted one. The introspection
+    endpoint here answers what the test says (a real AS cannot be made to name another issuer)."""
+    import asyncio
+    import http.server
+    import threading
+
+    from mcp_stateless.auth import BearerAuthenticator, Introspection
+    from mcp_stateless.auth.bearer import TokenRejected
+
+    issuer, resource = "https://as.example", "http://127.0.0.1:9/mcp"
+    answer: dict[str, object] = {"active": True, "sub": "carol", "aud": resource, "exp": int(time.time()) + 60,
+                                 "scope": "tools:read"}
+    if iss is not None:
+        answer["iss"] = issuer if iss == "TRUSTED" else iss
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["content-length"]))
+            body = orjson.dumps(answer)
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    endpoint = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=endpoint.serve_forever, daemon=True).start()
+
+    async def scenario() -> None:
+        auth = BearerAuthenticator(resource, [issuer], introspection=Introspection(
+            "rs", "rs-secret", endpoint=f"http://127.0.0.1:{endpoint.server_address[1]}/introspect"))
+        try:
+            if trusted:
+                assert (await auth.verify("opaque-token")).id == f"{issuer}#carol"
+            else:
+                with pytest.raises(TokenRejected, match=r"^inactive$"):
+                    await auth.verify("opaque-token")
+        finally:
+            await auth.aclose()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        endpoint.shutdown()
+        endpoint.server_close()

@@ -334,14 +334,16 @@ class BearerAuthenticator:
         principal: Principal | None = None
         until = now + conf.cache_seconds
         if isinstance(answer, dict) and answer.get("active") is True:
-            iss = answer.get("iss")
-            if not isinstance(iss, str) or iss not in self._issuers:
-                iss = next(iter(self._issuers))
+            # RFC 7662 `iss` is optional: absent, the token is the introspecting issuer's; present, it must be a
+            # trusted one (an answer naming another issuer is not credited to ours).
+            iss = answer.get("iss", next(iter(self._issuers)))
             claims = dict(answer)
             # RFC 7662 `sub` is optional; a client_credentials token's subject is its client
             if "sub" not in claims and isinstance(answer.get("client_id"), str):
                 claims["sub"] = answer["client_id"]
             try:
+                if not isinstance(iss, str) or iss not in self._issuers:
+                    raise TokenRejected("introspected token of an untrusted issuer")
                 self._check_claims(claims)
                 principal = self._principal(iss, claims)
             except TokenRejected:
