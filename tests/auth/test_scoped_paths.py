@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from mcp_stateless import App
+from mcp_stateless import App, Context
 from mcp_stateless.protocol import envelope
 from mcp_stateless.protocol.endpoint import Call, ListenEvent
 from mcp_stateless.protocol.envelope import Request
@@ -125,3 +125,37 @@ async def test_a_legacy_session_cannot_subscribe_to_a_resource_outside_its_scope
             assert answer.body == {"jsonrpc": "2.0", "id": 2, "result": {}}
         public = {**sub, "id": 3, "params": {"uri": "vault://index"}}
         assert (await legacy.exchange("POST", public, session, call.principal, False)).status == 200
+
+
+async def test_a_task_run_sees_the_scopes_of_the_caller_that_created_it() -> None:
+    """A task's handler runs from the task record (on any instance, after a restart): it sees the creating
+    caller's scopes, as the same tool called without a task does, and not an empty set."""
+    from mcp_stateless.tasks.model import EXTENSION_ID
+    from mcp_stateless.tasks.runtime import TaskRuntime
+
+    app = App("scoped-tasks")
+    app.enable_tasks(TaskRuntime())
+
+    @app.tool(scopes=["tools:read"], task="optional")
+    async def my_scopes(ctx: Context) -> dict[str, Any]:
+        return {"scopes": sorted(ctx.principal.scopes)}
+
+    meta = {"io.modelcontextprotocol/protocolVersion": PV,
+            "io.modelcontextprotocol/clientCapabilities": {"extensions": {EXTENSION_ID: {}}}}
+
+    def req(rid: int, method: str, params: dict[str, Any]) -> Request:
+        decision = envelope.classify({"jsonrpc": "2.0", "id": rid, "method": method,
+                                      "params": {**params, "_meta": meta}}, None, app.table)
+        assert isinstance(decision, Request), decision
+        return decision
+
+    created = (await app.handle(req(1, "tools/call", {"name": "my_scopes", "arguments": {}}), ADMIN)).message
+    assert created["result"]["resultType"] == "task", created
+    tid = created["result"]["taskId"]
+    for rid in range(2, 200):
+        task = (await app.handle(req(rid, "tasks/get", {"taskId": tid}), ADMIN)).message["result"]
+        if task["status"] != "working":
+            break
+        await asyncio.sleep(0.02)
+    assert task["status"] == "completed", task
+    assert task["result"]["structuredContent"] == {"scopes": ["tools:admin", "tools:read"]}

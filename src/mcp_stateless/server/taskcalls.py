@@ -39,7 +39,7 @@ async def call_as_task(runtime: TaskRuntime, rounds: Rounds, tool: Tool, req: Re
     asked before detaching, its synchronous result)."""
     principal = ctx.principal.id
     if tool.detach == "start":
-        rec = runtime.new_record(tool.name, req, principal, arguments, ctx.answers)
+        rec = runtime.new_record(tool.name, req, principal, arguments, ctx.answers, ctx.principal.scopes)
         created = await runtime.create(rec)
         runtime.spawn(rec)
         return created
@@ -48,7 +48,7 @@ async def call_as_task(runtime: TaskRuntime, rounds: Rounds, tool: Tool, req: Re
     detached: asyncio.Future[tuple[TaskRecord, dict[str, Any]]] = loop.create_future()
 
     async def detach() -> None:
-        rec = runtime.new_record(tool.name, req, principal, arguments, ctx.answers)
+        rec = runtime.new_record(tool.name, req, principal, arguments, ctx.answers, ctx.principal.scopes)
         created = await runtime.create(rec)
         ctx.task_id, ctx.outbox = rec.task_id, None
         detached.set_result((rec, created))
@@ -93,8 +93,9 @@ class AppToolHost:
         meta = rec.request_meta
         req = Request(rec.task_id, "tools/call", {"name": rec.tool, "arguments": rec.arguments},
                       meta.get("version", ""), meta.get("capabilities") or {}, meta.get("clientInfo"), None, None)
-        # A replay knows the principal only by its id: scopes and claims are not kept in the task record.
-        ctx = Context(req, Principal(rec.principal), None, self._handles(), dict(rec.answers), {}, True,
+        # A replay knows the principal by its id and scopes: its claims are not kept in the task record.
+        principal = Principal(rec.principal, frozenset(rec.principal_scopes))
+        ctx = Context(req, principal, None, self._handles(), dict(rec.answers), {}, True,
                       asyncio.get_running_loop())
         ctx.task_id = rec.task_id
         if self._lifespan is not None:

@@ -45,6 +45,9 @@ class TaskRecord:
     lease_until: float = 0.0
     attempts: int = 0
     version: int = 0
+    # The creating caller's scopes, so a run (on any instance, after a restart) sees what the handler saw
+    # when the call was made; its claims are not kept (they may hold personal data).
+    principal_scopes: list[str] = field(default_factory=list)
 
     @property
     def terminal(self) -> bool:

@@ -18,7 +18,7 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import errors
@@ -181,7 +181,7 @@ class TaskRuntime:
 
     # ------------------------------------------------------------------ creation
     def new_record(self, tool: str, req: Request, principal: str, arguments: dict[str, Any],
-                   answers: dict[str, Any]) -> TaskRecord:
+                   answers: dict[str, Any], scopes: Iterable[str] = ()) -> TaskRecord:
         now = time.time()
         return TaskRecord(
             task_id=new_task_id(),
@@ -198,6 +198,7 @@ class TaskRuntime:
             lease_owner=self.instance_id,
             lease_until=now + self.lease_s,
             attempts=1,
+            principal_scopes=sorted(scopes),
         )
 
     async def create(self, rec: TaskRecord) -> dict[str, Any]:
