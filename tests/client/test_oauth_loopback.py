@@ -51,3 +51,21 @@ async def test_no_redirect_within_the_timeout_is_an_oauth_error() -> None:
             await authorizer.authorize("https://as.example/authorize")
     finally:
         authorizer.close()
+
+
+async def test_a_redirect_without_this_authorizations_state_is_refused_and_the_real_one_still_arrives() -> None:
+    """Any local process can reach the loopback port: a stray or forged callback (wrong or no `state`) gets a
+    400 and does not end the login; the redirect with the authorization's own state does."""
+    authorizer = LoopbackAuthorizer(open_browser=None, announce=lambda url: None, timeout=20)
+    try:
+        waiting = asyncio.create_task(authorizer.authorize("https://as.example/authorize?state=s-42&x=1"))
+        await asyncio.sleep(0.2)
+        forged = await asyncio.to_thread(httpx.get, f"{authorizer.redirect_uri}?code=evil&state=other", timeout=5)
+        bare = await asyncio.to_thread(httpx.get, f"{authorizer.redirect_uri}?code=evil", timeout=5)
+        assert (forged.status_code, bare.status_code) == (400, 400)
+        assert not waiting.done()
+        real = await asyncio.to_thread(httpx.get, f"{authorizer.redirect_uri}?code=c1&state=s-42", timeout=5)
+        assert real.status_code == 200
+        assert await asyncio.wait_for(waiting, 10) == f"{authorizer.redirect_uri}?code=c1&state=s-42"
+    finally:
+        authorizer.close()

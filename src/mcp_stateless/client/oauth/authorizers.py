@@ -15,7 +15,7 @@ import socket
 import sys
 from collections.abc import Callable
 from typing import Protocol
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from ..errors import OAuthError
 from .http import OAuthHttp
@@ -86,14 +86,20 @@ class LoopbackAuthorizer:
 
     async def authorize(self, url: str) -> str:
         got: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        # Any local process can reach the loopback port: a redirect that does not carry this authorization's
+        # `state` is not the one awaited, so it is refused and the listener keeps waiting for the real one.
+        state = parse_qs(urlsplit(url).query).get("state")
 
         async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             try:
                 async with asyncio.timeout(10):
                     head = await reader.readuntil(b"\r\n\r\n")
                 target = head.split(b" ", 2)[1].decode("latin-1") if head.count(b" ") >= 2 else ""
-                if urlsplit(target).path != self.path:
+                parts = urlsplit(target)
+                if parts.path != self.path:
                     writer.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                elif state is not None and parse_qs(parts.query).get("state") != state:
+                    writer.write(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
                 else:
                     writer.write(_PAGE % (len(_DONE), _DONE))
                     if not got.done():
