@@ -550,3 +550,17 @@ async def test_a_run_that_cannot_report_or_crashes_says_so_in_the_log(
         assert logged == ([crashed] if ending == "crash-store-down" else []) + [lapses]
         assert (got.status, got.lease_owner, got.error) == ("working", "me", None)
     await rt.aclose()
+
+
+def test_a_record_from_another_version_of_the_runtime_loads() -> None:
+    """Instances of two versions share a store while a deployment rolls: a record without a newer field gets its
+    default, and a field only a newer version knows is skipped rather than failing the load."""
+    from mcp_stateless.tasks.model import TaskRecord, new_task_id
+
+    now = time.time()
+    rec = TaskRecord(new_task_id(), "alice", "slow", {}, {"version": "2026-07-28"}, now, now, None, 250,
+                     principal_scopes=["tools:read"])
+    older = {k: v for k, v in rec.to_dict().items() if k != "principal_scopes"}
+    assert TaskRecord.from_dict(older).principal_scopes == []
+    newer = {**rec.to_dict(), "a_field_from_the_future": {"x": 1}}
+    assert TaskRecord.from_dict(newer) == rec

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
@@ -72,7 +72,9 @@ class TaskRecord:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TaskRecord:
-        return cls(**d)
+        # Fields a newer instance added are skipped, so instances of two versions can share a store while a
+        # deployment rolls.
+        return cls(**{k: v for k, v in d.items() if k in _FIELDS})
 
     # -- wire ---------------------------------------------------------------------------
     def task_fields(self) -> dict[str, Any]:
@@ -97,3 +99,6 @@ class TaskRecord:
         elif self.status == "failed" and self.error is not None:
             out["error"] = self.error
         return out
+
+
+_FIELDS = frozenset(f.name for f in fields(TaskRecord))
