@@ -340,3 +340,26 @@ async def test_a_client_that_stops_reading_lets_go_of_the_instance_in_bounded_ti
         _, w = await raw_request(proxy.port)  # never reads a byte of the answer
         await asyncio.wait_for(up.hung_up.wait(), 10)
         w.close()
+
+
+async def test_aclose_leaves_no_task_running_and_closes_every_connection() -> None:
+    async def hold(up: Upstream, r: asyncio.StreamReader, w: asyncio.StreamWriter, body: bytes) -> None:
+        await r.read()  # until the proxy lets go
+
+    ups = [await Upstream("u0", hold).start()]
+    proxy = RoundRobinProxy([("127.0.0.1", ups[0].port)])
+    await proxy.start()
+    before = asyncio.all_tasks()
+    busy_r, busy_w = await raw_request(proxy.port)  # mid-relay
+    idle_r, idle_w = await asyncio.open_connection("127.0.0.1", proxy.port)  # no request yet
+    half_r, half_w = await asyncio.open_connection("127.0.0.1", proxy.port)
+    half_w.write(b"POST /mcp HTTP/1.1\r\ncontent-length: 10\r\n\r\n{")  # a body still arriving
+    await asyncio.sleep(0.3)
+    await asyncio.wait_for(proxy.aclose(), 10)
+    await asyncio.sleep(0)
+    assert {t for t in asyncio.all_tasks() - before if not t.done()} == set()
+    for r in (busy_r, idle_r, half_r):
+        assert await asyncio.wait_for(r.read(), 5) == b""
+    for w in (busy_w, idle_w, half_w):
+        w.close()
+    await ups[0].stop()
