@@ -212,3 +212,12 @@ def test_a_server_without_list_changed_is_held_to_the_dropped_call_only(tmp_path
     assert by_status(rep, "pass")["broken.reconnect"]["finding"] == (
         "after a dropped ping, the retry was answered (result (complete)); no listen to drop (the server "
         "declares no listChanged capability)")
+
+
+def test_instances_that_all_fail_to_answer_are_not_a_pass_of_stateless_instances(tmp_path: Path) -> None:
+    app = f"{HERE / 'servers' / 'stuck_lists.py'}:app"
+    _, rep, _ = audit(["--launch", serve(app), "--instances", "2", "--only", "stateless.instances",
+                       "--timeout", "1"], tmp_path)
+    [check] = [c for c in rep["checks"] if c["id"] == "stateless.instances"]
+    assert check["status"] == "warn", check
+    assert check["finding"].startswith("could not compare the instances: tools/list: instance 1 gave no answer")
