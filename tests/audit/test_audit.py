@@ -179,7 +179,8 @@ def test_named_mrtr_and_task_calls(tmp_path: Path) -> None:
     assert passed["tasks.instances"]["finding"].startswith("a slow_compute task seen by all 2 instance(s)")
 
 
-def test_interrupting_an_audit_stops_every_instance_it_started(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("sig", "status"), [("SIGINT", 130), ("SIGTERM", 143)])
+def test_interrupting_an_audit_stops_every_instance_it_started(sig: str, status: int, tmp_path: Path) -> None:
     import signal
     import time
 
@@ -193,8 +194,8 @@ def test_interrupting_an_audit_stops_every_instance_it_started(tmp_path: Path) -
         children = [int(x) for x in out.split()]
         time.sleep(0.1)
     assert len(children) == 3, "the auditor did not start three instances"
-    proc.send_signal(signal.SIGINT)
-    assert proc.wait(60) == 130
+    proc.send_signal(getattr(signal, sig))  # SIGTERM: how CI runners and timeout(1) stop a job
+    assert proc.wait(60) == status
     for pid in children:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
@@ -211,3 +212,12 @@ def test_a_server_without_list_changed_is_held_to_the_dropped_call_only(tmp_path
     assert by_status(rep, "pass")["broken.reconnect"]["finding"] == (
         "after a dropped ping, the retry was answered (result (complete)); no listen to drop (the server "
         "declares no listChanged capability)")
+
+
+def test_instances_that_all_fail_to_answer_are_not_a_pass_of_stateless_instances(tmp_path: Path) -> None:
+    app = f"{HERE / 'servers' / 'stuck_lists.py'}:app"
+    _, rep, _ = audit(["--launch", serve(app), "--instances", "2", "--only", "stateless.instances",
+                       "--timeout", "1"], tmp_path)
+    [check] = [c for c in rep["checks"] if c["id"] == "stateless.instances"]
+    assert check["status"] == "warn", check
+    assert check["finding"].startswith("could not compare the instances: tools/list: instance 1 gave no answer")

@@ -244,3 +244,122 @@ async def test_a_launched_target_restarts_the_instance_the_proxy_gave_the_last_c
     finally:
         await target.aclose()
     assert target.pids == [None, None, None]
+
+
+@pytest.mark.parametrize("head", [
+    b"POST /mcp HTTP/1.1\r\nx-a: one\nx-injected: 1\r\ncontent-length: 2\r\n\r\n{}",  # bare LF in a value
+    b"POST /mcp HTTP/1.1\r\nx-a: one\rx-injected: 1\r\ncontent-length: 2\r\n\r\n{}",  # bare CR in a value
+    b"POST /mcp\nx-injected:1 HTTP/1.1\r\ncontent-length: 2\r\n\r\n{}",  # bare LF in the request line
+    b"POST /mcp HTTP/1.1\r\nx-a\n: one\r\ncontent-length: 2\r\n\r\n{}",  # in a name
+])
+async def test_a_bare_cr_or_lf_in_the_head_is_a_400_and_never_reaches_an_instance(head: bytes) -> None:
+    async with proxied(json_name) as (proxy, (up,)):
+        r, w = await asyncio.open_connection("127.0.0.1", proxy.port)
+        w.write(head)
+        reply = await asyncio.wait_for(r.read(), 5)
+        w.close()
+    assert reply.startswith(b"HTTP/1.1 400 "), reply[:80]
+    assert up.heads == []
+
+
+@pytest.mark.parametrize("framing", [
+    b"content-length: 2\r\ntransfer-encoding: chunked\r\n",  # both: the classic smuggling pair
+    b"content-length: 2\r\ncontent-length: 40\r\n",  # two lengths that disagree
+    b"content-length: +2\r\n",  # not 1*DIGIT
+    b"transfer-encoding: chunked, gzip\r\n",  # chunked not last: the body's end is unknowable
+    b"transfer-encoding: xchunked\r\n",
+])
+async def test_ambiguous_request_framing_is_refused(framing: bytes) -> None:
+    async with proxied(json_name) as (proxy, (up,)):
+        r, w = await asyncio.open_connection("127.0.0.1", proxy.port)
+        w.write(b"POST /mcp HTTP/1.1\r\nhost: x\r\n" + framing + b"\r\n2\r\n{}\r\n0\r\n\r\n")
+        reply = await asyncio.wait_for(r.read(), 5)
+        w.close()
+    assert reply.split(b" ", 2)[1] in (b"400", b"501"), reply[:80]
+    assert up.heads == []
+
+
+@pytest.mark.parametrize("size", [b"-5", b"0x2", b"+2", b"2_0", b""])
+async def test_a_chunk_size_that_is_not_hex_digits_is_a_400(size: bytes) -> None:
+    async with proxied(json_name, limits=Limits(body_bytes=100)) as (proxy, (up,)):
+        r, w = await asyncio.open_connection("127.0.0.1", proxy.port)
+        w.write(b"POST /mcp HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n" + size + b"\r\n{}\r\n"
+                b"0\r\n\r\n")
+        reply = await asyncio.wait_for(r.read(), 5)
+        w.close()
+    assert reply.startswith(b"HTTP/1.1 400 "), reply[:80]
+    assert up.heads == []
+
+
+async def test_a_chunk_without_its_crlf_is_a_400() -> None:
+    async with proxied(json_name) as (proxy, (up,)):
+        r, w = await asyncio.open_connection("127.0.0.1", proxy.port)
+        w.write(b"POST /mcp HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n2\r\n{}XX0\r\n\r\n")
+        reply = await asyncio.wait_for(r.read(), 5)
+        w.close()
+    assert reply.startswith(b"HTTP/1.1 400 "), reply[:80]
+    assert up.heads == []
+
+
+async def test_a_large_pipelined_request_waits_for_the_response_in_flight() -> None:
+    release = asyncio.Event()
+
+    async def slow(up: Upstream, r: asyncio.StreamReader, w: asyncio.StreamWriter, body: bytes) -> None:
+        if len(up.heads) == 1:
+            await asyncio.wait_for(release.wait(), 10)
+        await json_name(up, r, w, body)
+
+    async with proxied(slow, limits=Limits(head_bytes=1024)) as (proxy, _):
+        r, w = await raw_request(proxy.port, b'"first"')
+        big = b'"' + b"x" * 8000 + b'"'
+        w.write(b"POST /mcp HTTP/1.1\r\nhost: x\r\ncontent-length: %d\r\n\r\n%s" % (len(big), big))
+        await w.drain()
+        await asyncio.sleep(0.3)  # the pipelined bytes are in before the first response
+        release.set()
+        answers = []
+        for _ in range(2):
+            head = await asyncio.wait_for(r.readuntil(b"\r\n\r\n"), 5)
+            assert head.startswith(b"HTTP/1.1 200 "), head
+            length = int(next(x for x in head.split(b"\r\n") if x.startswith(b"content-length:")).split(b":")[1])
+            answers.append(orjson.loads(await asyncio.wait_for(r.readexactly(length), 5))["body"])
+        w.close()
+    assert answers == ['"first"', big.decode()]
+
+
+async def test_a_client_that_stops_reading_lets_go_of_the_instance_in_bounded_time() -> None:
+    async def firehose(up: Upstream, r: asyncio.StreamReader, w: asyncio.StreamWriter, body: bytes) -> None:
+        w.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+        piece = b"data: " + b"x" * 65000 + b"\n\n"
+        with contextlib.suppress(ConnectionError):
+            for _ in range(2000):  # ~130 MB: far more than every socket buffer on the way
+                w.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                await w.drain()
+        up.hung_up.set()
+
+    async with proxied(firehose, limits=Limits(read=1.0, write=1.0)) as (proxy, (up,)):
+        _, w = await raw_request(proxy.port)  # never reads a byte of the answer
+        await asyncio.wait_for(up.hung_up.wait(), 10)
+        w.close()
+
+
+async def test_aclose_leaves_no_task_running_and_closes_every_connection() -> None:
+    async def hold(up: Upstream, r: asyncio.StreamReader, w: asyncio.StreamWriter, body: bytes) -> None:
+        await r.read()  # until the proxy lets go
+
+    ups = [await Upstream("u0", hold).start()]
+    proxy = RoundRobinProxy([("127.0.0.1", ups[0].port)])
+    await proxy.start()
+    before = asyncio.all_tasks()
+    busy_r, busy_w = await raw_request(proxy.port)  # mid-relay
+    idle_r, idle_w = await asyncio.open_connection("127.0.0.1", proxy.port)  # no request yet
+    half_r, half_w = await asyncio.open_connection("127.0.0.1", proxy.port)
+    half_w.write(b"POST /mcp HTTP/1.1\r\ncontent-length: 10\r\n\r\n{")  # a body still arriving
+    await asyncio.sleep(0.3)
+    await asyncio.wait_for(proxy.aclose(), 10)
+    await asyncio.sleep(0)
+    assert {t for t in asyncio.all_tasks() - before if not t.done()} == set()
+    for r in (busy_r, idle_r, half_r):
+        assert await asyncio.wait_for(r.read(), 5) == b""
+    for w in (busy_w, idle_w, half_w):
+        w.close()
+    await ups[0].stop()

@@ -13,7 +13,8 @@ auditor knows which one to restart even for a request it dropped before any answ
 
 Bounded: concurrent client connections, request head size and header count, request body size, and the
 time allowed for each phase (idle keep-alive, request body, connecting, the response head, each read of a
-response body).
+response body, each write of it to the client). Request framing is strict (one of Content-Length or chunked,
+no bare CR or LF in the head), because the proxy re-frames every request for the instance.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +32,10 @@ INSTANCE = "x-mcp-audit-instance"
 # Connection-scoped headers (RFC 9110 §7.6.1): each hop sets its own.
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
                         "upgrade", "content-length", "expect"})
+# RFC 9110 §5.6.2: a method and a header name are tokens; anything else in them is how a header is smuggled.
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_DIGITS = re.compile(r"[0-9]+")
+_HEX = re.compile(rb"[0-9A-Fa-f]{1,15}")
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,7 @@ class Limits:
     connect: float = 5.0
     response_head: float = 120.0  # a JSON (non-SSE) response is only sent once the call is done
     read: float = 300.0  # between two reads of a response body (a quiet listen stream)
+    write: float = 30.0  # for a client to take a piece of a response body (one that stops reading lets go)
     served: int = 10_000  # tags remembered
 
 
@@ -88,9 +95,13 @@ class _Inbound:
         return out
 
     async def hung_up(self, limit: int) -> None:
-        """Returns when the client closes its connection (or pipelines more than `limit` bytes)."""
-        while len(self.buf) <= limit and await self._more():
-            pass
+        """Returns when the client closes its connection. Once more than `limit` pipelined bytes wait, it
+        stops reading (TCP holds the rest back) and waits for the response in flight to end instead: a
+        large pipelined request is not a hang-up."""
+        while len(self.buf) <= limit:
+            if not await self._more():
+                return
+        await asyncio.Event().wait()  # only cancelled, once the relay is done
 
 
 @dataclass
@@ -104,6 +115,10 @@ class _Request:
     def get(self, name: str) -> str | None:
         return next((v for k, v in self.headers if k.lower() == name), None)
 
+    def all(self, name: str) -> list[str]:
+        """Every comma-separated element of every `name` field (RFC 9110 §5.3)."""
+        return [t.strip(" \t") for k, v in self.headers if k.lower() == name for t in v.split(",")]
+
     @property
     def keep_alive(self) -> bool:
         conn = (self.get("connection") or "").lower()
@@ -113,16 +128,18 @@ class _Request:
 def _parse_head(raw: bytes, limits: Limits) -> tuple[str, str, str, list[tuple[str, str]]]:
     lines = raw.decode("latin-1").split("\r\n")
     parts = lines[0].split(" ")
-    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+    # A CR, LF or NUL left after splitting on CRLF would end a line at the instance (RFC 9112 §2.2): refused.
+    if len(parts) != 3 or parts[2] not in ("HTTP/1.0", "HTTP/1.1") or not _TOKEN.fullmatch(parts[0]) \
+            or any(c in lines[0] for c in "\r\n\0\t"):
         raise _BadRequest(400, f"malformed request line {lines[0][:80]!r}")
     headers = []
     for line in lines[1:]:
         if not line:
             continue
         name, sep, value = line.partition(":")
-        if not sep or not name or name != name.strip():
+        if not sep or not _TOKEN.fullmatch(name) or any(c in value for c in "\r\n\0"):
             raise _BadRequest(400, f"malformed header line {line[:80]!r}")
-        headers.append((name, value.strip()))
+        headers.append((name, value.strip(" \t")))
     if len(headers) > limits.headers:
         raise _BadRequest(431, f"more than {limits.headers} headers")
     return parts[0], parts[1], parts[2], headers
@@ -202,20 +219,29 @@ class RoundRobinProxy:
             return None
         method, target, version, headers = _parse_head(raw, lim)
         req = _Request(method, target, version, headers, b"")
+        # RFC 9112 §6.1, §6.3: one unambiguous framing or none; the proxy re-frames with its own
+        # Content-Length, so whatever it reads here is what the instance gets, and nothing else.
+        te, cl = req.all("transfer-encoding"), req.all("content-length")
+        if te and cl:
+            raise _BadRequest(400, "both Transfer-Encoding and Content-Length")
+        if te and [t.lower() for t in te] != ["chunked"]:
+            raise _BadRequest(501, f"unsupported Transfer-Encoding {', '.join(te)[:80]!r}")
+        if cl and (len(set(cl)) != 1 or not _DIGITS.fullmatch(cl[0])):
+            raise _BadRequest(400, f"malformed Content-Length {', '.join(cl)[:80]!r}")
         if (req.get("expect") or "").lower() == "100-continue":
             writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         async with asyncio.timeout(lim.body):
-            if "chunked" in (req.get("transfer-encoding") or "").lower():
+            if te:
                 parts: list[bytes] = []
                 size_total = 0
                 while True:
                     line = await inbound.until(b"\r\n", 1024)
                     if line is None:
                         return None
-                    try:
-                        size = int(line.split(b";", 1)[0].strip(), 16)
-                    except ValueError:
-                        raise _BadRequest(400, "malformed chunk size") from None
+                    digits = line[:-2].split(b";", 1)[0].rstrip(b" \t")
+                    if not _HEX.fullmatch(digits):
+                        raise _BadRequest(400, "malformed chunk size")
+                    size = int(digits, 16)
                     if size == 0:
                         while await inbound.until(b"\r\n", lim.head_bytes) not in (b"\r\n", None):
                             pass  # trailers: not forwarded
@@ -226,14 +252,13 @@ class RoundRobinProxy:
                     chunk = await inbound.exactly(size + 2)
                     if chunk is None:
                         return None
+                    if chunk[-2:] != b"\r\n":
+                        raise _BadRequest(400, "a chunk not followed by CRLF")
                     parts.append(chunk[:-2])
                 req.body = b"".join(parts)
             else:
-                try:
-                    length = int(req.get("content-length") or 0)
-                except ValueError:
-                    raise _BadRequest(400, "malformed Content-Length") from None
-                if length < 0 or length > lim.body_bytes:
+                length = int(cl[0]) if cl else 0
+                if length > lim.body_bytes:
                     raise _BadRequest(413, f"request body over {lim.body_bytes} bytes")
                 body = await inbound.exactly(length)
                 if body is None:
@@ -345,6 +370,11 @@ class RoundRobinProxy:
             async with asyncio.timeout(read):
                 return await up.read(n)
 
+        async def send(data: bytes) -> None:
+            writer.write(data)
+            async with asyncio.timeout(self.limits.write):
+                await writer.drain()
+
         try:
             if length is not None:
                 left = length
@@ -353,8 +383,7 @@ class RoundRobinProxy:
                     if not data:
                         return False  # the instance died mid-body: the client sees a short body and a close
                     left -= len(data)
-                    writer.write(data)
-                    await writer.drain()
+                    await send(data)
                 return True
             while True:
                 if chunked:
@@ -373,14 +402,12 @@ class RoundRobinProxy:
                         return False
                     if left > 0:
                         left -= len(data)
-                    writer.write(b"%x\r\n%s\r\n" % (len(data), data))
-                    await writer.drain()
+                    await send(b"%x\r\n%s\r\n" % (len(data), data))
                 if not chunked:
                     break
                 async with asyncio.timeout(read):
                     await up.readexactly(2)  # the CRLF after a chunk
-            writer.write(b"0\r\n\r\n")
-            await writer.drain()
+            await send(b"0\r\n\r\n")
             return True
         except (TimeoutError, ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
             return False

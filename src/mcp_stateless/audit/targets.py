@@ -37,6 +37,7 @@ ACCEPT = "application/json, text/event-stream"
 
 
 RECORD_MAX = 5000  # exchanges kept for the schema check: bounded whatever the audit does
+MESSAGES_MAX = 1000  # messages kept per exchange or stream: a server flooding notifications is bounded too
 
 
 class Recorder:
@@ -64,8 +65,10 @@ class Stream:
         self.ended = asyncio.Event()
 
     def put(self, m: Message) -> None:
-        self.exchange.messages.append(m)
-        self.queue.put_nowait(m)
+        if len(self.exchange.messages) < MESSAGES_MAX:
+            self.exchange.messages.append(m)
+        if self.queue.qsize() < MESSAGES_MAX:
+            self.queue.put_nowait(m)
 
     async def next(self, timeout: float) -> Message | None:
         """The next message within `timeout` seconds, or None (nothing came, or the stream ended)."""
@@ -150,8 +153,10 @@ async def _http_exchange(pool: Pool, url: str, message: Message | None, *, insta
             try:
                 if resp.content_type == "text/event-stream":
                     async for m in iter_messages(resp.iter_bytes()):
-                        ex.messages.append(m)
-                        if "method" not in m and m.get("id") == want and want is not None:
+                        done = "method" not in m and m.get("id") == want and want is not None
+                        if done or len(ex.messages) < MESSAGES_MAX - 1:  # room for the response, always
+                            ex.messages.append(m)
+                        if done:
                             break  # the response ends the exchange, whatever the stream does next
                 else:
                     ex.body = await resp.read()

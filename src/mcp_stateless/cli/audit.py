@@ -11,7 +11,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
@@ -164,6 +166,35 @@ def _write(dest: str, text: str) -> None:
         Path(dest).write_text(text)
 
 
+class _Terminated(Exception):
+    pass
+
+
+async def _until_terminated(work: Coroutine[Any, Any, dict[str, Any]]) -> dict[str, Any]:
+    """`work`, cancelled by SIGTERM (how CI runners and timeout(1) stop a job) as SIGINT already cancels
+    it, so the audit's own cleanup stops every instance it launched before the process exits."""
+    task = asyncio.ensure_future(work)
+    loop = asyncio.get_running_loop()
+    terminated = False
+
+    def on_term() -> None:
+        nonlocal terminated
+        if terminated:
+            return  # a second SIGTERM must not cut the cleanup the first one started
+        terminated = True
+        task.cancel()
+
+    loop.add_signal_handler(signal.SIGTERM, on_term)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if terminated:
+            raise _Terminated from None
+        raise
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+
+
 def run(args: argparse.Namespace) -> int:
     from ..audit import FlowError, Options, TargetError, audit, load_flow, plan, to_junit, to_markdown
 
@@ -182,7 +213,12 @@ def run(args: argparse.Namespace) -> int:
         except ImportError:
             view = _Plain(sys.stderr)
     try:
-        rep = asyncio.run(audit(target, flows=flows, options=options, only=args.only, progress=view))
+        rep = asyncio.run(_until_terminated(audit(target, flows=flows, options=options, only=args.only,
+                                                  progress=view)))
+    except _Terminated:
+        if isinstance(view, _Live):
+            view.progress.stop()
+        return 128 + signal.SIGTERM
     except TargetError as e:
         if isinstance(view, _Live):
             view.progress.stop()
