@@ -4,6 +4,10 @@ requestState is refused."""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
+
 from ..engine import Check, Context, Outcome
 from .calls import call, find_mrtr_tool, retry_of, run_rounds
 
@@ -12,6 +16,8 @@ FIX_KEY = (
     "MCP_STATELESS_KEYS / a KMS secret), not one generated per process; keep nothing about the round in "
     "process memory — everything the retry needs travels in requestState or lives in shared state."
 )
+FIX_SEAL = ("Integrity-protect requestState (HMAC/AEAD bound to principal, method and expiry) and refuse "
+            "state that fails verification with a JSON-RPC error (-32602); an encoding (base64, JSON) is not a seal.")
 NO_TOOL = ("skipped: no argument-free tool asked for input (name one with --mrtr-tool, or none of the "
            "tools uses MRTR)")
 
@@ -50,6 +56,38 @@ def tamper(state: str) -> str:
     return state[:mid] + ("B" if state[mid] == "A" else "A") + state[mid + 1:]
 
 
+FORGED_MEMBER = "x-mcp-audit-forged"
+
+
+def forge(state: str) -> str | None:
+    """`state` with a member added, re-encoded as it came (JSON text, or base64/base64url of it, padded or not),
+    when it is readable JSON; None when it is opaque. A flipped character can be refused only because it no
+    longer decodes, so this is the probe that tells integrity protection from an encoding."""
+    def edited(text: bytes) -> bytes | None:
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return None
+        if not isinstance(value, dict):
+            return None
+        return json.dumps({**value, FORGED_MEMBER: True}, separators=(",", ":")).encode()
+
+    if state.lstrip().startswith("{"):
+        out = edited(state.encode())
+        return None if out is None else out.decode()
+    urlsafe = "-" in state or "_" in state or not ("+" in state or "/" in state)
+    try:
+        raw = (base64.urlsafe_b64decode if urlsafe else base64.b64decode)(state + "=" * (-len(state) % 4))
+    except (binascii.Error, ValueError):
+        return None
+    out = edited(raw)
+    if out is None:
+        return None
+    encoded = (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(out).decode()
+    padded = state.endswith("=") or len(state) % 4 == 0  # a padded encoding that happened to need none
+    return encoded if padded else encoded.rstrip("=")
+
+
 async def tampered(ctx: Context) -> Outcome:
     found = await find_mrtr_tool(ctx)
     if found is None:
@@ -62,13 +100,19 @@ async def tampered(ctx: Context) -> Outcome:
     state = res.get("requestState")
     if not isinstance(state, str) or not state:
         return Outcome("skip", f"skipped: {tool} asks for input without a requestState")
-    retry = await ctx.target.send(retry_of(first, res, tamper(state)), instance=0, timeout=ctx.options.call_timeout)
-    out = retry.result or {}
-    if retry.error_code is not None or out.get("resultType") == "input_required":
-        return Outcome("pass", f"a tampered requestState was refused ({retry.outcome()})", [ex, retry])
-    return Outcome("fail", f"{tool} accepted a tampered requestState ({retry.outcome()})", [ex, retry],
-                   "Integrity-protect requestState (HMAC/AEAD bound to principal, method and expiry) and refuse "
-                   "state that fails verification with a JSON-RPC error (-32602).")
+    probes = [("tampered (a character changed)", tamper(state))]
+    forged = forge(state)
+    if forged is not None:
+        probes.insert(0, (f"forged (decoded, a member {FORGED_MEMBER!r} added, encoded again)", forged))
+    evidence = [ex]
+    for what, bad in probes:
+        retry = await ctx.target.send(retry_of(first, res, bad), instance=0, timeout=ctx.options.call_timeout)
+        evidence.append(retry)
+        out = retry.result or {}
+        if retry.error_code is None and out.get("resultType") != "input_required":
+            return Outcome("fail", f"{tool} accepted a {what} requestState ({retry.outcome()})", evidence, FIX_SEAL)
+    readable = " (it is readable JSON: clients can see what it carries)" if forged is not None else ""
+    return Outcome("pass", f"a tampered requestState was refused ({evidence[-1].outcome()}){readable}", evidence)
 
 
 CHECKS = (
