@@ -244,6 +244,7 @@ async def test_a_launched_target_restarts_the_instance_the_proxy_gave_the_last_c
     finally:
         await target.aclose()
     assert target.pids == [None, None, None]
+    assert not target.workdir.exists()  # the instances' output directory goes with them
 
 
 @pytest.mark.parametrize("head", [

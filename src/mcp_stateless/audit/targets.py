@@ -15,6 +15,7 @@ import contextlib
 import itertools
 import os
 import shlex
+import shutil
 import signal
 import socket
 import tempfile
@@ -414,6 +415,8 @@ class LaunchedTarget(HttpTarget):
         await super().aclose()
         await self.proxy.aclose()
         await asyncio.gather(*(p.stop() for p in self._procs))
+        # The instances' output only serves a start-up error, which quotes its tail: nothing to keep.
+        shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 # ----------------------------------------------------------------------------------------------- stdio
