@@ -1,18 +1,17 @@
 """The inventory on four published Python servers, pinned and unpacked by scripts/inventory-servers.sh.
 
-The expected findings were checked by reading each server's code; each is true unless its comment says
-otherwise (the two prints of office-word's HTTP and SSE branches do not reach a stdio stream: kept here so a
-change in what the analyzer reports is a deliberate one).
+The expected findings were checked by reading each server's code; each is true, and the set is exact so a
+change in what the analyzer reports is a deliberate one.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from mcp_stateless.inventory.engine import inventory
+from services import need
 
 SERVERS = Path(__file__).resolve().parents[2] / ".cache" / "inventory-servers"
 
@@ -39,9 +38,5 @@ EXPECTED: dict[str, set[tuple[str, int, str]]] = {
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_published_server_findings(name: str) -> None:
     root = SERVERS / name
-    if not root.is_dir():
-        message = f"{root} missing: run scripts/inventory-servers.sh"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+    need(root, "the published Python servers (scripts/inventory-servers.sh)")
     assert {(f.file, f.line, f.kind) for f in inventory(root).findings} == EXPECTED[name]

@@ -9,12 +9,12 @@ task, counted as true server-request findings.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from mcp_stateless.inventory.engine import inventory
+from services import need
 
 SERVERS = Path(__file__).resolve().parents[3] / ".cache" / "inventory-servers"
 
@@ -88,11 +88,7 @@ EXPECTED = {"server-everything-2026.8.31": _flat(_EVERYTHING), "server-filesyste
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_published_server_findings(name: str) -> None:
     root = SERVERS / name
-    if not root.is_dir():
-        message = f"{root} missing: run scripts/inventory-servers.sh"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+    need(root, "the published npm servers (scripts/inventory-servers.sh)")
     inv = inventory(root)
     assert inv.notes == []
     assert {(f.file, f.line, f.kind) for f in inv.findings} == EXPECTED[name]
