@@ -285,8 +285,8 @@ class _Visitor(ast.NodeVisitor):
             if isinstance(target, ast.Subscript) and _is_session_key(target.slice):
                 self.add(node, "session-keyed-state", "state stored under the session as key")
                 continue
-            if isinstance(target, ast.Subscript) and self._class_state(target.value):
-                self.add(node, "module-state", f"class-level `{self._class_state(target.value)}` written by a function")
+            if isinstance(target, ast.Subscript) and (owned := self._class_state(target.value)):
+                self.add(node, "module-state", f"class-level `{owned}` written by a function")
                 continue
             written = self._nonlocal_target(target)
             is_self = isinstance(target, ast.Attribute) and _dotted(target.value) == "self"
@@ -329,9 +329,9 @@ class _Visitor(ast.NodeVisitor):
                         self.add(node, "client-answer-kept", f"a client's answer kept in `{base.id}`")
                     else:
                         self.add(node, "module-state", f"module-level `{base.id}` mutated by a function")
-                elif self._class_state(base):
-                    self.add(node, "module-state", f"class-level `{self._class_state(base)}`, one object for every "
-                                                   "instance, mutated by a function")
+                elif owned := self._class_state(base):
+                    self.add(node, "module-state", f"class-level `{owned}`, one object for every instance, mutated "
+                                                   "by a function")
                 elif self._closure_state(base):
                     self.add(node, "module-state", f"`{_dotted(base)}`, shared by every call, mutated by a handler")
             elif leaf == "get" and node.args and isinstance(node.args[0], ast.Constant) and isinstance(
