@@ -21,12 +21,19 @@ def free_port() -> int:
         return port
 
 
+def unavailable(reason: str) -> None:
+    """The one way a test gives up on a missing capability: skip locally, fail under CI (where .ci/run must
+    have provided it), so nothing goes unrun in CI without a red test (tests/test_skips.py holds every
+    skip to this)."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}: CI must provide it")
+    pytest.skip(reason)
+
+
 def need(path: Path, what: str) -> None:
     """Skip when a tool .ci/run installs is missing locally; fail under CI, where it must be there."""
     if not path.exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"{what} missing at {path}: .ci/run should have installed it")
-        pytest.skip(f"{what} not installed ({path}); run .ci/run")
+        unavailable(f"{what} not installed at {path}; run .ci/run")
 
 
 def wait_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout: float = 20) -> None:

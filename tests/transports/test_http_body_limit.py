@@ -124,3 +124,32 @@ def test_a_body_shorter_than_its_content_length_is_never_handled(server: tuple[A
                                h11.EndOfMessage()])
     assert answer is not None and answer[0] == 200
     assert seen == ["short"]
+
+
+def test_a_content_length_over_the_limit_is_413_before_any_body_arrives(server: tuple[Any, list[str]]) -> None:
+    """The declared length alone refuses it: the server answers without waiting for (or reading) a byte of
+    the body, so a client that announces 1 GB and sends nothing is told at once, not after a timeout."""
+    s, seen = server
+    msg = rpc("tools/call", {"name": "echo", "arguments": {"text": "never sent"}}, id=11)
+    hdrs = [("host", f"127.0.0.1:{s.port}"), ("content-length", str(LIMIT * 1_000_000)), *headers_for(msg).items()]
+    conn = h11.Connection(our_role=h11.CLIENT)
+    with socket.create_connection(("127.0.0.1", s.port), timeout=10) as sock:
+        sock.sendall(conn.send(h11.Request(method="POST", target="/mcp", headers=hdrs)) or b"")
+        sock.settimeout(2)  # far below any body timeout: only an early answer arrives in time
+        status, body = 0, b""
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                conn.receive_data(sock.recv(65536))
+            elif isinstance(event, h11.Response):
+                status = event.status_code
+            elif isinstance(event, h11.Data):
+                body += bytes(event.data)
+            elif isinstance(event, h11.EndOfMessage):
+                break
+    assert status == 413
+    assert orjson.loads(body) == {
+        "jsonrpc": "2.0",
+        "error": {"code": -32600, "message": f"Request body exceeds {LIMIT} bytes"},
+    }
+    assert seen == []

@@ -17,7 +17,7 @@ from cli.test_serve import CLI, PV, ROOT, body, env, http_server
 from helpers import Driver, headers_for, rpc
 from mcp_stateless import App
 from mcp_stateless.protocol.headers import accepted_media, repeated_header
-from services import free_port
+from services import free_port, unavailable
 
 
 def exchange(port: int, lines: list[str], payload: bytes, host: str = "127.0.0.1") -> tuple[int, str, bytes]:
@@ -126,7 +126,7 @@ def public_port() -> Iterator[int]:
         with socket.socket() as s:
             s.bind(("127.0.0.2", 0))
     except OSError:
-        pytest.skip("127.0.0.2 is not bindable here")
+        unavailable("127.0.0.2 is not bindable here")
     p = free_port()
     proc = subprocess.Popen([CLI, "serve", "examples/echo.py:app", "--http", f"127.0.0.2:{p}",
                              "--allowed-origin", "https://app.example.com"], cwd=ROOT,
