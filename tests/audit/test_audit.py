@@ -5,6 +5,7 @@ and the report formats checked against the shipped schema and a JUnit parser."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -224,3 +225,21 @@ def test_instances_that_all_fail_to_answer_are_not_a_pass_of_stateless_instances
     [check] = [c for c in rep["checks"] if c["id"] == "stateless.instances"]
     assert check["status"] == "warn", check
     assert check["finding"].startswith("could not compare the instances: tools/list: instance 1 gave no answer")
+
+
+@pytest.mark.parametrize(("mode", "how"), [
+    ("names", r"instance 2 also lists \['local_\d+'\], lacks \['local_\d+'\]"),
+    ("details", r"instance 2 the same names, other details"),
+])
+def test_instances_that_answer_differently_fail_stateless_instances(mode: str, how: str, tmp_path: Path) -> None:
+    """Every instance answers with a result, so a check comparing only "result or error" would pass this; the
+    names differ in one mode and only a description in the other, so a check comparing names alone passes
+    the second."""
+    app = f"{HERE / 'servers' / 'per_instance.py'}:app"
+    rc, rep, _ = audit(["--launch", serve(app), "--instances", "2", "--only", "stateless.instances"], tmp_path,
+                       env={"PER_INSTANCE": mode})
+    [check] = [c for c in rep["checks"] if c["id"] == "stateless.instances"]
+    assert check["status"] == "fail", check
+    assert rc != 0
+    assert re.fullmatch(r"instances answer the same request differently: tools/list: compared with instance 1, "
+                        + how, check["finding"]), check["finding"]
