@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from typing import Any
 
 import orjson
@@ -13,6 +14,13 @@ from .errors import INTERNAL_ERROR, McpError, error_response
 log = logging.getLogger("mcp_stateless")
 
 UNENCODABLE = "Internal error: the result is not JSON-serialisable"
+
+# A run of 19 digits is the shortest text that can hold an integer outside orjson's 64-bit range.
+_LONG_NUMBER = re.compile(rb"\d{19}")
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def encode_message(message: Any) -> bytes:
@@ -30,3 +38,24 @@ def encode_message(message: Any) -> bytes:
         log.exception("a message could not be encoded as JSON")
         mid = message.get("id") if isinstance(message, dict) else None
         return orjson.dumps(error_response(mid, McpError(INTERNAL_ERROR, UNENCODABLE)))
+
+
+def encode_record(value: Any) -> bytes:
+    """`value` as compact JSON for the state store or bus, exact for integers of any size; raises
+    TypeError/ValueError for what is not JSON (the caller decides what that means)."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        pass
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+def decode_exact(data: bytes | str) -> Any:
+    """JSON text decoded with every integer exact. orjson turns an integer past 64 bits into a float
+    (2**64 comes back as 1.8446744073709552e19), so text that may hold one is decoded by the standard library,
+    as strictly (no NaN or Infinity); raises ValueError (orjson.JSONDecodeError is one) when it is not JSON."""
+    raw = data.encode() if isinstance(data, str) else data
+    if _LONG_NUMBER.search(raw) is None:
+        return orjson.loads(raw)
+    orjson.loads(raw)  # the strict validity check (and UTF-8) stays orjson's
+    return json.loads(raw, parse_constant=_no_constants)

@@ -11,9 +11,8 @@ from collections.abc import Callable, Container, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from . import errors
+from .encoding import decode_exact
 from .errors import McpError
 from .headers import NAME_PARAM, ParamHeader, check_param_headers, decode_header_value
 from .jsonrpc import RequestId as RequestId  # re-exported: the seam and the transports name it from here
@@ -76,8 +75,8 @@ def reject(id_: RequestId | None, err: McpError) -> Rejection:
 def parse(body: bytes | str) -> Any:
     """Decode one message; raises McpError(-32700) on invalid JSON or UTF-8."""
     try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError:
+        return decode_exact(body)
+    except ValueError:  # orjson's JSONDecodeError, bad UTF-8, or an integer of more digits than Python reads
         raise McpError(errors.PARSE_ERROR, "Parse error: the body is not valid JSON") from None
 
 

@@ -756,7 +756,7 @@ async def _send_json(send: Send, status: int, body: Any) -> None:
         await send({"type": "http.response.start", "status": status, "headers": []})
         await send({"type": "http.response.body", "body": b""})
         return
-    data = orjson.dumps(body)
+    data = encode_message(body)  # an error may echo an id of any size
     await send({"type": "http.response.start", "status": status, "headers": _json_headers(len(data))})
     await send({"type": "http.response.body", "body": data})
 

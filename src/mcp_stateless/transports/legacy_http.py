@@ -12,8 +12,6 @@ import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, MutableMapping
 from typing import Any
 
-import orjson
-
 from ..protocol import sse
 from ..protocol.encoding import encode_message
 from ..protocol.endpoint import KeepAlive, LegacyAnswer, LegacyItem
@@ -46,7 +44,7 @@ async def write(answer: LegacyAnswer, receive: Receive, send: Send, expires_at: 
             await send({"type": "http.response.start", "status": answer.status, "headers": _extra(answer)})
             await send({"type": "http.response.body", "body": b""})
             return
-        data = orjson.dumps(answer.body)
+        data = encode_message(answer.body)
         headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(data)), *_extra(answer)]
         await send({"type": "http.response.start", "status": answer.status, "headers": headers})
         await send({"type": "http.response.body", "body": data})

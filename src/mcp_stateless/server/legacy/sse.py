@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ...protocol import errors
+from ...protocol.encoding import decode_exact
 from ...protocol.endpoint import KEEPALIVE, LegacyAnswer, LegacyItem, SseEvent
 from ...protocol.envelope import Rejection
 from ...protocol.errors import McpError, error_response
@@ -40,6 +41,7 @@ from ...protocol.mrtr import StateContext, seal, unseal
 from ...protocol.principal import Principal
 from .outbox import BACKLOG, PendingMessages
 from .sessions import Session
+from .streams import entry
 
 if TYPE_CHECKING:
     from .server import LegacyServer
@@ -106,15 +108,15 @@ class SseChannels:
                     await out.put(KEEPALIVE)
                     continue
                 try:
-                    entry = orjson.loads(payload)
-                except orjson.JSONDecodeError:
+                    got = decode_exact(payload)
+                except ValueError:
                     continue
-                if not isinstance(entry, dict):
+                if not isinstance(got, dict):
                     continue
-                if "m" in entry:
-                    await out.put(SseEvent(entry["m"]))
-                elif isinstance(entry.get("s"), str) and session is None:
-                    session = server.sessions.open(entry["s"], principal.id)
+                if "m" in got:
+                    await out.put(SseEvent(got["m"]))
+                elif isinstance(got.get("s"), str) and session is None:
+                    session = server.sessions.open(got["s"], principal.id)
                     if session is not None:
                         events = asyncio.ensure_future(session_events(session))
 
@@ -175,7 +177,7 @@ class SseChannels:
                     return _rejected(Rejection(400, rid, McpError(
                         errors.INVALID_REQUEST, "this SSE session is initialized already")))
                 await state.bus.publish(topic, orjson.dumps({"s": sid}))
-            await state.bus.publish(topic, orjson.dumps({"m": answer.body}))
+            await state.bus.publish(topic, entry(answer.body))
             server.counters[("initialize", 202)] += 1
             return LegacyAnswer(202)
         if not got.data:
@@ -207,14 +209,14 @@ class SseChannels:
         try:
             while True:
                 while outbox.pending:
-                    await bus.publish(topic, orjson.dumps({"m": outbox.pending.popleft()}))
+                    await bus.publish(topic, entry(outbox.pending.popleft()))
                 if work.done():
                     break
                 await outbox.wait()
             answer = work.result()
             body = answer.body if answer.body is not None else error_response(
                 message.get("id"), McpError(errors.INTERNAL_ERROR, "the request produced no response"))
-            await bus.publish(topic, orjson.dumps({"m": body}))
+            await bus.publish(topic, entry(body))
         except asyncio.CancelledError:
             raise  # cancelled by the client (notifications/cancelled): nothing more is sent for it
         except Exception:

@@ -20,9 +20,8 @@ import time
 from collections.abc import AsyncGenerator
 from typing import Any
 
-import orjson
-
 from ...protocol import errors
+from ...protocol.encoding import decode_exact, encode_message, encode_record
 from ...protocol.endpoint import KEEPALIVE, LegacyItem, SseEvent
 from ...protocol.errors import McpError, error_response
 from ...state import Bus, RecordStore
@@ -46,6 +45,13 @@ LOST_MESSAGE = ("the server instance running this request stopped before it fini
                 "repeat the request if that is safe")
 
 
+def entry(message: Any, final: bool | None = None) -> bytes:
+    """A message logged or published as `{"m": message, "f": final}` (no `f` when None), written by the one
+    encoder: exact for integers past 64 bits, an error response for what is not JSON."""
+    tail = b"}" if final is None else (b',"f":true}' if final else b',"f":false}')
+    return b'{"m":' + encode_message(message) + tail
+
+
 class StreamLog:
     """`heartbeat_s`: how often the instance running a call renews its heartbeat; a call whose heartbeat
     is `MISSED_BEATS` beats old is taken for dead."""
@@ -66,7 +72,7 @@ class StreamLog:
 
     async def open(self, session: Session, request_id: Any = None) -> str:
         stream = base64.urlsafe_b64encode(os.urandom(12)).decode("ascii")
-        owner = orjson.dumps({"s": session.key, "r": request_id, "t": time.time()})
+        owner = encode_record({"s": session.key, "r": request_id, "t": time.time()})
         await self.records.create(EVENTS_NS, stream, owner, expires_at=time.time() + self.ttl_s)
         return stream
 
@@ -81,7 +87,7 @@ class StreamLog:
             await self.records.swap(EVENTS_NS, key, got.version, b"1", expires_at=expires)
 
     async def append(self, stream: str, seq: int, message: dict[str, Any], final: bool) -> None:
-        data = orjson.dumps({"m": message, "f": final})
+        data = entry(message, final)
         expires = time.time() + self.ttl_s
         await self.records.create(EVENTS_NS, f"{stream}:{seq}", data, expires_at=expires)
         if final:  # lets a resumption from the last event end at once instead of waiting
@@ -99,8 +105,8 @@ class StreamLog:
         if got is None:
             return None
         try:
-            owner = orjson.loads(got.data)
-        except orjson.JSONDecodeError:
+            owner = decode_exact(got.data)
+        except ValueError:
             return None
         return owner if isinstance(owner, dict) else None
 
@@ -117,7 +123,7 @@ class StreamLog:
             return False
         lost = error_response(owner.get("r"), McpError(errors.INTERNAL_ERROR, LOST_MESSAGE, {"lost": True}))
         expires = time.time() + self.ttl_s
-        await self.records.create(EVENTS_NS, f"{stream}:{seq}", orjson.dumps({"m": lost, "f": True}),
+        await self.records.create(EVENTS_NS, f"{stream}:{seq}", entry(lost, True),
                                   expires_at=expires)
         return True
 
@@ -132,10 +138,10 @@ class StreamLog:
             while True:
                 got = await self.records.get(EVENTS_NS, f"{stream}:{seq}")
                 if got is not None:
-                    entry = orjson.loads(got.data)
-                    yield SseEvent(entry["m"], id=f"{stream}:{seq}")
+                    logged = decode_exact(got.data)
+                    yield SseEvent(logged["m"], id=f"{stream}:{seq}")
                     quiet_since = time.monotonic()
-                    if entry.get("f"):
+                    if logged.get("f"):
                         return
                     seq += 1
                     continue
