@@ -17,7 +17,8 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from ..protocol.endpoint import Call, Endpoint, KeepAlive, ListenEnd, ListenEvent, authenticator_for
-from ..protocol.envelope import Notification, Rejection, Request, classify
+from ..protocol.envelope import Rejection, Request
+from ..protocol.inbound import Cancel, Inbound
 from ..protocol.principal import Challenge, Credentials, Principal
 from .channels import Message, Restarted, Unsolicited
 from .errors import AuthenticationError
@@ -80,6 +81,12 @@ class MemoryChannel:
         self._principal = principal
         self._credentials = Credentials("memory", {k.lower(): v for k, v in (headers or {}).items()})
         self._started = False
+        self._inbound: Inbound[MemoryExchange] | None = None  # the one in-flight table (protocol/inbound.py)
+
+    def _core(self) -> Inbound[MemoryExchange]:
+        if self._inbound is None:
+            self._inbound = Inbound(self.endpoint.table, self.endpoint.supported_versions)
+        return self._inbound
 
     @property
     def key(self) -> str:
@@ -110,20 +117,24 @@ class MemoryChannel:
     ) -> MemoryExchange:
         await self.start()
         ex = MemoryExchange()
-        decision = classify(message, None, self.endpoint.table, self.endpoint.supported_versions)
+        core = self._core()
+        decision = core.receive(message)
+        if isinstance(decision, Request):
+            ex._task = asyncio.get_running_loop().create_task(self._run(decision, ex))
+            core.inflight.start(decision.id, ex)
+            return ex
         if isinstance(decision, Rejection):
             body = decision.body()
             if body is not None:
                 ex._queue.put_nowait(body)
-            ex._queue.put_nowait(_END)
-        elif isinstance(decision, Notification):
-            ex._queue.put_nowait(_END)
-        else:
-            ex._task = asyncio.get_running_loop().create_task(self._run(decision, ex._queue))
+        elif isinstance(decision, Cancel) and decision.entry is not None:
+            await decision.entry.aclose()
+        ex._queue.put_nowait(_END)
         return ex
 
-    async def _run(self, req: Request, queue: asyncio.Queue[Any]) -> None:
+    async def _run(self, req: Request, ex: MemoryExchange) -> None:
         assert self._principal is not None  # `exchange` started the channel
+        queue = ex._queue
         call = Call(self._principal, "memory", _QueueOutbox(queue))
         try:
             if req.method == "subscriptions/listen":
@@ -142,12 +153,16 @@ class MemoryChannel:
         except Exception:  # the exchange then ends without a response: the client sees a broken stream
             log.exception("the endpoint failed answering %s", req.method)
         finally:
+            self._core().inflight.finish(req.id, ex)  # before the end is seen: the id is free for the next call
             queue.put_nowait(_END)
 
     async def send(self, message: Message, headers: Mapping[str, str] | None = None) -> int:
-        """Notifications have no effect on an endpoint (the seam carries requests); they are still
-        validated, so a malformed one is refused as a transport would."""
-        decision = classify(message, None, self.endpoint.table, self.endpoint.supported_versions)
+        """`notifications/cancelled` stops the request it names, as on stdio (by the one id rule: `true`
+        or `1.0` names nothing); other notifications have no effect on an endpoint (the seam carries
+        requests). A malformed one is refused as a transport would."""
+        decision = self._core().receive(message)
+        if isinstance(decision, Cancel) and decision.entry is not None:
+            await decision.entry.aclose()  # the handler is cancelled; its exchange ends without a response
         return decision.status if isinstance(decision, Rejection) else 202
 
     async def aclose(self) -> None:

@@ -16,9 +16,8 @@ import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from ...protocol import errors
+from ...protocol.encoding import decode_exact, encode_record
 from ...protocol.endpoint import (
     KEEPALIVE,
     LegacyAnswer,
@@ -31,6 +30,7 @@ from ...protocol.endpoint import (
 )
 from ...protocol.envelope import LOG_LEVEL_RANK, LOG_LEVELS, Rejection
 from ...protocol.errors import InsufficientScope, McpError, error_response
+from ...protocol.jsonrpc import as_request_id
 from ...protocol.legacy import (
     SERVED_VERSIONS,
     SESSION_HEADER,
@@ -294,9 +294,10 @@ class LegacyServer:
     # ------------------------------------------------------------------ cancellation, on any instance
     async def _cancel(self, session: Session, request_id: Any) -> None:
         """`notifications/cancelled` may reach any instance: it is published to all of them."""
-        if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+        rid = as_request_id(request_id)  # the one id rule: `true` or 1.0 cancel nothing
+        if rid is None:
             return
-        await self._state().bus.publish(CANCEL_TOPIC, orjson.dumps([session.key, request_id]))
+        await self._state().bus.publish(CANCEL_TOPIC, encode_record([session.key, rid]))
 
     async def _watch_cancellations(self) -> None:
         """Start (once per process) the reader that cancels this instance's calls named on the bus."""
@@ -312,8 +313,8 @@ class LegacyServer:
                     if payload is None:
                         continue
                     try:
-                        key, rid = orjson.loads(payload)
-                    except (orjson.JSONDecodeError, TypeError, ValueError):
+                        key, rid = decode_exact(payload)  # a 2**64 id stays exact
+                    except (TypeError, ValueError):
                         continue
                     call = self._calls.pop((key, rid), None)
                     if call is not None:

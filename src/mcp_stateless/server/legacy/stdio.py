@@ -18,7 +18,8 @@ from ...protocol import errors
 from ...protocol.endpoint import SseEvent
 from ...protocol.envelope import Rejection
 from ...protocol.errors import McpError, error_response
-from ...protocol.legacy import LegacyNotification, LegacyRequest, LegacyResponse, classify
+from ...protocol.inbound import Cancel, Inbound
+from ...protocol.legacy import LegacyNotification, LegacyRequest, LegacyResponse
 from ...protocol.principal import Principal
 from .sessions import Session
 
@@ -42,19 +43,25 @@ class LegacyStdioSession:
         self.principal = principal
         self.write = write
         self.session: Session | None = None
-        self._inflight: dict[Any, asyncio.Task[None]] = {}
+        # the one in-flight table and request-id rule of every transport (protocol/inbound.py)
+        self._inbound: Inbound[asyncio.Task[None]] = Inbound(legacy=True)
         self._events: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[bool]] = set()
 
     def receive(self, message: Any) -> None:
-        decision = classify(message)
+        decision = self._inbound.receive(message)
         if isinstance(decision, Rejection):
             body = decision.body()
             if body is not None:
                 self.write(body)
             return
+        if isinstance(decision, Cancel):
+            if decision.entry is not None:
+                decision.entry.cancel()  # nothing more is written for it
+            return
         if isinstance(decision, LegacyNotification):
-            self._notification(decision)
+            if decision.method == "notifications/initialized" and self.session is not None and self._events is None:
+                self._events = asyncio.get_running_loop().create_task(self._pump_events(self.session))
             return
         loop = asyncio.get_running_loop()
         if isinstance(decision, LegacyResponse):
@@ -62,6 +69,8 @@ class LegacyStdioSession:
                 answering = loop.create_task(self.server.peer.answer(self.session, decision))
                 self._background.add(answering)  # keep a reference until it is done
                 answering.add_done_callback(self._background.discard)
+            return
+        if not isinstance(decision, LegacyRequest):  # pragma: no cover - a legacy Inbound gives no modern kinds
             return
         if decision.method == "initialize":
             answer, session = self.server.initialize(decision, self.principal)
@@ -73,30 +82,14 @@ class LegacyStdioSession:
         if self.session is None:
             self.write(error_response(decision.id, McpError(errors.INVALID_REQUEST, "send initialize first")))
             return
-        if decision.id in self._inflight:
-            self.write(error_response(decision.id, McpError(
-                errors.INVALID_REQUEST, f"request id {decision.id!r} is already in flight")))
-            return
         task = loop.create_task(self._request(decision, self.session))
-        self._inflight[decision.id] = task
-        task.add_done_callback(functools.partial(self._forget, decision.id))
-
-    def _forget(self, rid: Any, task: asyncio.Task[None]) -> None:
-        if self._inflight.get(rid) is task:
-            del self._inflight[rid]
-
-    def _notification(self, note: LegacyNotification) -> None:
-        if note.method == "notifications/initialized" and self.session is not None and self._events is None:
-            self._events = asyncio.get_running_loop().create_task(self._pump_events(self.session))
-        elif note.method == "notifications/cancelled":
-            task = self._inflight.pop(note.params.get("requestId"), None)
-            if task is not None:
-                task.cancel()  # nothing more is written for it
+        self._inbound.inflight.start(decision.id, task)
+        task.add_done_callback(functools.partial(self._inbound.inflight.finish, decision.id))
 
     async def _request(self, req: LegacyRequest, session: Session) -> None:
         state = await self.server.sessions.state(session)
         answer = await self.server._request(req, session, state, self.principal, None, False, _Writer(self.write))
-        if answer.body is not None and req.id in self._inflight:
+        if answer.body is not None and req.id in self._inbound.inflight:
             self.write(answer.body)
 
     async def _pump_events(self, session: Session) -> None:
@@ -109,7 +102,7 @@ class LegacyStdioSession:
             await stream.aclose()
 
     async def aclose(self) -> None:
-        tasks = [*self._inflight.values(), *([self._events] if self._events is not None else [])]
+        tasks = [*self._inbound.inflight, *([self._events] if self._events is not None else [])]
         for t in tasks:
             t.cancel()
         for t in tasks:
