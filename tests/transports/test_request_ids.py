@@ -149,7 +149,8 @@ async def test_legacy_http_cancel_with_a_non_id_cancels_nothing(not_an_id: Any) 
         calling = http.post("/mcp", content=orjson.dumps(call(1, 300, False)), headers=session)
         answer, status = await asyncio.gather(calling, after(0.1, not_an_id))
         assert status == 202
-        events = [orjson.loads(line[5:]) for line in answer.text.splitlines() if line.startswith("data:") and line[5:].strip()]
+        events = [orjson.loads(line[5:]) for line in answer.text.splitlines()
+                  if line.startswith("data:") and line[5:].strip()]
         body = events[-1] if events else answer.json()
         assert body["id"] == 1 and body["result"]["content"] == [{"type": "text", "text": "waited 300"}]
         # the id names it: the call ends without a response

@@ -11,53 +11,70 @@ given, else what the endpoint's own authenticator makes of `headers`.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
 
 from ..protocol.endpoint import Call, Endpoint, KeepAlive, ListenEnd, ListenEvent, authenticator_for
 from ..protocol.envelope import Rejection, Request
 from ..protocol.inbound import Cancel, Inbound
+from ..protocol.outbox import BoundedOutbox
 from ..protocol.principal import Challenge, Credentials, Principal
 from .channels import Message, Restarted, Unsolicited
 from .errors import AuthenticationError
 
 log = logging.getLogger("mcp_stateless.client")
 
-_END = object()
-
-
-class _QueueOutbox:
-    __slots__ = ("_queue",)
-
-    def __init__(self, queue: asyncio.Queue[Any]) -> None:
-        self._queue = queue
-
-    def emit(self, message: dict[str, Any]) -> None:
-        self._queue.put_nowait(message)
-
-
 class MemoryExchange:
-    """The messages of one in-memory request: what the handler emitted, then its reply."""
+    """The messages of one in-memory request: what the handler emitted, then its reply.
 
-    __slots__ = ("_done", "_queue", "_task")
+    The handler's notifications wait in a `BoundedOutbox`, the same bound and drop policy as on HTTP and
+    stdio (protocol/outbox.py), so a consumer that reads slower than a handler emits sees the same
+    coalesced progress as a remote client would; listen events and the reply are never dropped."""
+
+    __slots__ = ("_done", "_ended", "_out", "_task", "_waiter", "outbox")
 
     status = 200
     session_id = None
 
     def __init__(self) -> None:
-        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.outbox = BoundedOutbox(wake=self._wake)
+        self._out: collections.deque[Message] = collections.deque()  # listen events, then the reply
         self._task: asyncio.Task[None] | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._ended = False
         self._done = False
 
+    def _wake(self) -> None:
+        w = self._waiter
+        if w is not None and not w.done():
+            w.set_result(None)
+
+    def put(self, message: Message) -> None:
+        self._out.append(message)
+        self._wake()
+
+    def end(self) -> None:
+        self._ended = True
+        self._wake()
+
     async def __aiter__(self) -> AsyncIterator[Message]:
+        outbox = self.outbox
         while not self._done:
-            item = await self._queue.get()
-            if item is _END:
+            if outbox.pending or outbox.dropped:  # what the handler emitted goes before its reply
+                for message in outbox.take():
+                    yield message
+            elif self._out:
+                yield self._out.popleft()
+            elif self._ended:
                 self._done = True
-                return
-            yield item
+            else:
+                self._waiter = asyncio.get_running_loop().create_future()
+                try:
+                    await self._waiter
+                finally:
+                    self._waiter = None
 
     async def aclose(self) -> None:
         self._done = True
@@ -126,35 +143,35 @@ class MemoryChannel:
         if isinstance(decision, Rejection):
             body = decision.body()
             if body is not None:
-                ex._queue.put_nowait(body)
+                ex.put(body)
         elif isinstance(decision, Cancel) and decision.entry is not None:
             await decision.entry.aclose()
-        ex._queue.put_nowait(_END)
+        ex.end()
         return ex
 
     async def _run(self, req: Request, ex: MemoryExchange) -> None:
         assert self._principal is not None  # `exchange` started the channel
-        queue = ex._queue
-        call = Call(self._principal, "memory", _QueueOutbox(queue))
+        call = Call(self._principal, "memory", ex.outbox)
         try:
             if req.method == "subscriptions/listen":
                 items = self.endpoint.listen(req, call)
                 try:
                     async for item in items:
                         if isinstance(item, ListenEvent | ListenEnd):
-                            queue.put_nowait(item.message)
+                            ex.put(item.message)
                         elif not isinstance(item, KeepAlive):  # pragma: no cover - the union is closed
                             raise TypeError(f"unexpected listen item {item!r}")
                 finally:
                     await items.aclose()  # the subscription behind it is released at once
             else:
                 reply = await self.endpoint.handle(req, call)
-                queue.put_nowait(reply.message)
+                ex.outbox.enabled = False  # answered: nothing the handler left behind comes after the reply
+                ex.put(reply.message)
         except Exception:  # the exchange then ends without a response: the client sees a broken stream
             log.exception("the endpoint failed answering %s", req.method)
         finally:
             self._core().inflight.finish(req.id, ex)  # before the end is seen: the id is free for the next call
-            queue.put_nowait(_END)
+            ex.end()
 
     async def send(self, message: Message, headers: Mapping[str, str] | None = None) -> int:
         """`notifications/cancelled` stops the request it names, as on stdio (by the one id rule: `true`

@@ -44,6 +44,7 @@ from ..protocol.errors import McpError
 from ..protocol.inbound import Cancel, Inbound
 from ..protocol.jsonrpc import RequestId
 from ..protocol.legacy import request_id, requested_version, stdio_era
+from ..protocol.outbox import LineOutbox
 from ..protocol.principal import ANONYMOUS, Authenticator, Challenge, Credentials
 from ..protocol.retirement import Retirement
 from .heap import settle_heap
@@ -97,6 +98,7 @@ class _StdoutProtocol(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self.server._writable.set()
+        self.server.release()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.server.stdout_gone()
@@ -108,19 +110,7 @@ def credentials_from_env(environ: Mapping[str, str]) -> Credentials:
     return Credentials("stdio", {"authorization": value} if value else {})
 
 
-class _LineOutbox:
-    __slots__ = ("live", "server")
-
-    def __init__(self, server: StdioServer) -> None:
-        self.server = server
-        self.live = True
-
-    def emit(self, message: dict[str, Any]) -> None:
-        if self.live:
-            self.server.write(message)
-
-
-_Entry = tuple[asyncio.Task[None], "_LineOutbox | None"]  # a request's task and outbox (None: a listen stream)
+_Entry = tuple[asyncio.Task[None], LineOutbox | None]  # a request's task and outbox (None: a listen stream)
 
 
 class StdioServer:
@@ -154,6 +144,7 @@ class StdioServer:
         self._call = Call(ANONYMOUS, "stdio")  # replaced by `authenticate()`, once per process
         self._writable = asyncio.Event()  # stdout's backlog is under its high-water mark
         self._writable.set()
+        self._held: set[LineOutbox] = set()  # outboxes waiting for stdout to drain
         self._room = asyncio.Event()  # fewer than max_inflight requests run
         self._room.set()
         self._gone = asyncio.Event()  # stdout is closed: stop
@@ -175,10 +166,24 @@ class StdioServer:
         self._out_fd = None
         for task, outbox in inflight:
             if outbox is not None:
-                outbox.live = False
+                outbox.close()
             task.cancel()
 
     # -- output ---------------------------------------------------------------------
+    def _hold(self, outbox: LineOutbox) -> bool:
+        """While stdout is over its high-water mark, requests' notifications wait in their outboxes
+        (bounded there: progress coalesces, logs beyond the bound are dropped) instead of in the pipe."""
+        if self._writable.is_set():
+            return False
+        self._held.add(outbox)
+        return True
+
+    def release(self) -> None:
+        """stdout drained: write what the outboxes held."""
+        held, self._held = self._held, set()
+        for outbox in held:
+            outbox.flush()
+
     def write(self, message: Any) -> None:
         line = encode_message(message) + b"\n"
         try:
@@ -227,7 +232,7 @@ class StdioServer:
         elif isinstance(decision, Cancel) and decision.entry is not None:
             task, outbox = decision.entry
             if outbox is not None:
-                outbox.live = False
+                outbox.close()
             task.cancel()  # nothing more is written for it
         # any other notification: nothing a client may send is defined for the modern era
 
@@ -238,7 +243,7 @@ class StdioServer:
             self._inbound.inflight.start(req.id, entry)
             entry[0].add_done_callback(functools.partial(self._forget, req.id, entry))
             return
-        outbox = _LineOutbox(self)
+        outbox = LineOutbox(self.write, self._hold)  # the one bound and drop policy (protocol/outbox.py)
         entry = (loop.create_task(self._request(req, outbox)), outbox)
         self._inbound.inflight.start(req.id, entry)
         self._requests += 1
@@ -255,10 +260,11 @@ class StdioServer:
         if not task.cancelled() and (failure := task.exception()) is not None:
             log.error("stdio: request %r failed in the transport", rid, exc_info=failure)
 
-    async def _request(self, req: Request, outbox: _LineOutbox) -> None:
+    async def _request(self, req: Request, outbox: LineOutbox) -> None:
         reply = await self.endpoint.handle(req, Call(self._call.principal, "stdio", outbox))
         if outbox.live and req.id in self._inbound.inflight:
-            outbox.live = False
+            outbox.flush(force=True)  # what the handler emitted goes before its response
+            outbox.close()
             self.write(reply.message)
 
     async def _listen(self, req: Request) -> None:

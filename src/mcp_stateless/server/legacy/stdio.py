@@ -19,7 +19,9 @@ from ...protocol.endpoint import SseEvent
 from ...protocol.envelope import Rejection
 from ...protocol.errors import McpError, error_response
 from ...protocol.inbound import Cancel, Inbound
+from ...protocol.jsonrpc import RequestId
 from ...protocol.legacy import LegacyNotification, LegacyRequest, LegacyResponse
+from ...protocol.outbox import LineOutbox
 from ...protocol.principal import Principal
 from .sessions import Session
 
@@ -27,14 +29,7 @@ if TYPE_CHECKING:
     from .server import LegacyServer
 
 
-class _Writer:
-    __slots__ = ("write",)
-
-    def __init__(self, write: Callable[[dict[str, Any]], None]) -> None:
-        self.write = write
-
-    def emit(self, message: dict[str, Any]) -> None:
-        self.write(message)
+_Entry = tuple[asyncio.Task[None], LineOutbox]
 
 
 class LegacyStdioSession:
@@ -44,7 +39,7 @@ class LegacyStdioSession:
         self.write = write
         self.session: Session | None = None
         # the one in-flight table and request-id rule of every transport (protocol/inbound.py)
-        self._inbound: Inbound[asyncio.Task[None]] = Inbound(legacy=True)
+        self._inbound: Inbound[_Entry] = Inbound(legacy=True)
         self._events: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[bool]] = set()
 
@@ -57,7 +52,9 @@ class LegacyStdioSession:
             return
         if isinstance(decision, Cancel):
             if decision.entry is not None:
-                decision.entry.cancel()  # nothing more is written for it
+                task, outbox = decision.entry
+                outbox.close()
+                task.cancel()  # nothing more is written for it
             return
         if isinstance(decision, LegacyNotification):
             if decision.method == "notifications/initialized" and self.session is not None and self._events is None:
@@ -82,14 +79,22 @@ class LegacyStdioSession:
         if self.session is None:
             self.write(error_response(decision.id, McpError(errors.INVALID_REQUEST, "send initialize first")))
             return
-        task = loop.create_task(self._request(decision, self.session))
-        self._inbound.inflight.start(decision.id, task)
-        task.add_done_callback(functools.partial(self._inbound.inflight.finish, decision.id))
+        # the same bound and drop policy as every transport (protocol/outbox.py); server->client
+        # requests are never dropped
+        outbox = LineOutbox(self.write)
+        entry = (loop.create_task(self._request(decision, self.session, outbox)), outbox)
+        self._inbound.inflight.start(decision.id, entry)
+        entry[0].add_done_callback(functools.partial(self._finished, decision.id, entry))
 
-    async def _request(self, req: LegacyRequest, session: Session) -> None:
+    def _finished(self, rid: RequestId, entry: _Entry, _task: asyncio.Task[None]) -> None:
+        self._inbound.inflight.finish(rid, entry)
+
+    async def _request(self, req: LegacyRequest, session: Session, outbox: LineOutbox) -> None:
         state = await self.server.sessions.state(session)
-        answer = await self.server._request(req, session, state, self.principal, None, False, _Writer(self.write))
+        answer = await self.server._request(req, session, state, self.principal, None, False, outbox)
         if answer.body is not None and req.id in self._inbound.inflight:
+            outbox.flush(force=True)  # what the handler emitted goes before its response
+            outbox.close()
             self.write(answer.body)
 
     async def _pump_events(self, session: Session) -> None:
@@ -102,7 +107,7 @@ class LegacyStdioSession:
             await stream.aclose()
 
     async def aclose(self) -> None:
-        tasks = [*self._inbound.inflight, *([self._events] if self._events is not None else [])]
+        tasks = [*(task for task, _ in self._inbound.inflight), *([self._events] if self._events is not None else [])]
         for t in tasks:
             t.cancel()
         for t in tasks:
