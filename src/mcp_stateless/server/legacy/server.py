@@ -16,7 +16,7 @@ import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ...protocol import errors
+from ...protocol import errors, methods
 from ...protocol.encoding import decode_exact, encode_record
 from ...protocol.endpoint import (
     KEEPALIVE,
@@ -62,11 +62,7 @@ if TYPE_CHECKING:
 log_ = logging.getLogger("mcp_stateless.legacy")
 RETRY_MS = 1000  # how long a client waits before reconnecting a dropped stream (SSE `retry`)
 
-_LIST_CHANGED = {
-    "tools": "notifications/tools/list_changed",
-    "prompts": "notifications/prompts/list_changed",
-    "resources": "notifications/resources/list_changed",
-}
+_LIST_CHANGED = methods.LIST_CHANGED  # change kind -> its notification (protocol/methods.py)
 MAX_SESSION_ID = 4096  # characters
 CANCEL_TOPIC = "legacy-cancel"  # `notifications/cancelled` of any instance, read by the one running the call
 
