@@ -158,3 +158,24 @@ async def test_legacy_http_cancel_with_a_non_id_cancels_nothing(not_an_id: Any) 
         answer, status = await asyncio.gather(calling, after(0.1, 2))
         assert status == 202
         assert '"result"' not in answer.text
+
+
+async def test_legacy_http_cancels_a_request_with_a_2_64_id() -> None:
+    """The cancellation travels the bus to whichever instance runs the call: exact past 64 bits."""
+    app = make_app()
+    asgi = HttpTransport(app, legacy=LegacyServer(app))
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    big = 2**64
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi), base_url="http://127.0.0.1") as http:
+        r = await http.post("/mcp", content=orjson.dumps(INIT), headers=headers)
+        session = {**headers, "mcp-session-id": r.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+
+        async def cancel_it() -> int:
+            await asyncio.sleep(0.1)
+            sent = await http.post("/mcp", content=encode_message(cancel(big)), headers=session)
+            return sent.status_code
+
+        calling = http.post("/mcp", content=encode_message(call(big, 2000, False)), headers=session)
+        answer, status = await asyncio.wait_for(asyncio.gather(calling, cancel_it()), 5)
+        assert status == 202
+        assert '"result"' not in answer.text  # cancelled: the stream ends without a response
