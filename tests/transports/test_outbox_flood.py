@@ -1,10 +1,11 @@
 """One bound and one drop policy for a request's notifications, on every transport (protocol/outbox.py).
 
 The same handler floods (10,000 progress notifications, or 1,000 log messages, without an await in
-between) over modern HTTP (SSE, in process through httpx's ASGI transport), modern stdio, 2025 stdio
-and the memory channel; every one delivers exactly the same messages: the first 31 progress values and
-the last (coalesced once 32 wait), or the first 256 logs and one warning counting the 744 dropped,
-then the response. A handler that awaits between messages gets every one of them."""
+between) over modern HTTP (SSE, in process through httpx's ASGI transport), 2025 Streamable HTTP (the
+call's resumable stream), modern stdio, 2025 stdio and the memory channel; every one delivers exactly
+the same messages: the first 31 progress values and the last (coalesced once 32 wait), or the first
+256 logs and one warning counting the 744 dropped, then the response. A handler that awaits between
+messages gets every one of them."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from mcp_stateless.transports.stdio import StdioServer
 from transports.test_request_ids import INIT, META, Stdout
 
 PROGRESS, LOGS = 10_000, 1_000
-TRANSPORTS = ["http", "stdio", "legacy-stdio", "memory"]
+TRANSPORTS = ["http", "legacy-http", "stdio", "legacy-stdio", "memory"]
 
 
 def make_app() -> App:
@@ -63,7 +64,25 @@ async def over_http(message: dict[str, Any]) -> list[dict[str, Any]]:
                                  base_url="http://127.0.0.1") as http:
         r = await http.post("/mcp", content=orjson.dumps(message), headers=headers)
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
-    return [orjson.loads(line[5:]) for line in r.text.splitlines() if line.startswith("data:") and line[5:].strip()]
+    return data_events(r.text)
+
+
+def data_events(text: str) -> list[dict[str, Any]]:
+    return [orjson.loads(line[5:]) for line in text.splitlines() if line.startswith("data:") and line[5:].strip()]
+
+
+async def over_legacy_http(message: dict[str, Any]) -> list[dict[str, Any]]:
+    app = make_app()
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    asgi = HttpTransport(app, legacy=LegacyServer(app))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi), base_url="http://127.0.0.1") as http:
+        r = await http.post("/mcp", content=orjson.dumps(INIT), headers=headers)
+        session = {**headers, "mcp-session-id": r.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+        level = {"jsonrpc": "2.0", "id": "lvl", "method": "logging/setLevel", "params": {"level": "debug"}}
+        assert (await http.post("/mcp", content=orjson.dumps(level), headers=session)).status_code == 200
+        r = await http.post("/mcp", content=orjson.dumps(message), headers=session)
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+    return data_events(r.text)
 
 
 async def over_stdio(message: dict[str, Any], legacy: bool) -> list[dict[str, Any]]:
@@ -98,9 +117,11 @@ async def over_memory(message: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 async def run(transport: str, kind: str, n: int, pause: bool = False) -> list[dict[str, Any]]:
-    message = call(kind, n, transport != "legacy-stdio", pause)
+    message = call(kind, n, not transport.startswith("legacy"), pause)
     if transport == "http":
         return await over_http(message)
+    if transport == "legacy-http":
+        return await over_legacy_http(message)
     if transport == "memory":
         return await over_memory(message)
     return await over_stdio(message, transport == "legacy-stdio")

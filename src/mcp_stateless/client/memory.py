@@ -56,7 +56,7 @@ class MemoryExchange:
     session_id = None
 
     def __init__(self) -> None:
-        self.outbox = BoundedOutbox(wake=self._wake)
+        self.outbox = BoundedOutbox(on_emit=self._wake)
         self._out: collections.deque[Message] = collections.deque()  # listen events, then the reply
         self._task: asyncio.Task[None] | None = None
         self._cancel: Callable[[], None] | None = None  # 2025 session: tell it the request was given up

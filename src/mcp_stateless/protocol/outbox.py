@@ -15,7 +15,7 @@ stdio of either era and the memory channel:
 
 So at most `MAX_PENDING` notifications plus one warning wait per request, whatever the handler does.
 A writer that keeps up (it runs between the handler's awaits) sees every message. The writer is woken
-by `wake()` (set by the transport) and takes everything with `take()`.
+by `on_emit()` (set by the transport) and takes everything with `take()`.
 
 `LineOutbox` is the form for transports that write whole messages as lines (stdio of both eras): it does
 no I/O itself; it calls `write` for the waiting messages on the next turn of the event loop, so a burst
@@ -43,14 +43,14 @@ class BoundedOutbox:
     """Collects one request's messages under the module's policy. `enabled` False: emit drops everything
     (a client that takes no stream, or a request that already answered)."""
 
-    __slots__ = ("dropped", "enabled", "pending", "progress_at", "wake")
+    __slots__ = ("dropped", "enabled", "on_emit", "pending", "progress_at")
 
-    def __init__(self, enabled: bool = True, wake: Callable[[], None] | None = None) -> None:
+    def __init__(self, enabled: bool = True, on_emit: Callable[[], None] | None = None) -> None:
         self.enabled = enabled
         self.pending: list[dict[str, Any]] = []
         self.progress_at = -1  # index in `pending` of the latest progress notification not yet written
         self.dropped = 0
-        self.wake = wake
+        self.on_emit = on_emit  # wakes the writer
 
     def emit(self, message: dict[str, Any]) -> None:
         if not self.enabled:
@@ -66,8 +66,8 @@ class BoundedOutbox:
             self.dropped += 1
             return
         pending.append(message)
-        if self.wake is not None:
-            self.wake()
+        if self.on_emit is not None:
+            self.on_emit()
 
     def take(self) -> list[dict[str, Any]]:
         """Everything waiting, in order (plus the notice of dropped ones), and start afresh."""

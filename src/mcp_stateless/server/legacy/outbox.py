@@ -1,28 +1,27 @@
 """A legacy call's messages waiting to be written (to its stream's log, or to a 2024-11-05 channel).
 
-`emit` never blocks the handler and the backlog is bounded (the oldest go first when a writer falls that
-far behind); the one writer `wait`s to be woken by a new message or by the call's end (`wake`).
+`emit` never blocks the handler and the backlog is bounded by the one policy of every transport
+(`protocol/outbox.py`: progress coalesced, other notifications dropped beyond the bound and counted,
+server->client requests kept); the one writer `take()`s what waits and `wait`s to be woken by a new
+message or by the call's end (`wake`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
-from typing import Any
 
-BACKLOG = 4096  # messages one call may have waiting before the oldest are dropped
+from ...protocol.outbox import BoundedOutbox
+
+BACKLOG = 4096  # messages a 2024-11-05 channel's stream may have waiting for its reader
 
 
-class PendingMessages:
-    __slots__ = ("_wake", "pending")
+class PendingMessages(BoundedOutbox):
+    __slots__ = ("_wake",)
 
     def __init__(self) -> None:
-        self.pending: collections.deque[dict[str, Any]] = collections.deque(maxlen=BACKLOG)
+        super().__init__()
+        self.on_emit = self.wake
         self._wake: asyncio.Future[None] | None = None
-
-    def emit(self, message: dict[str, Any]) -> None:
-        self.pending.append(message)
-        self.wake()
 
     def wake(self) -> None:
         w = self._wake

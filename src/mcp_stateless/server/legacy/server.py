@@ -473,15 +473,16 @@ async def _produce(task: asyncio.Future[Reply], outbox: _StreamOutbox, log: Stre
     seq = 0
     try:
         while True:
-            while outbox.pending:
+            for message in outbox.take():
                 seq += 1
-                await log.append(stream, seq, outbox.pending.popleft(), False)
+                await log.append(stream, seq, message, False)
             if task.done():
                 break
-            await outbox.wait()
-        while outbox.pending:
+            if not outbox.pending and not outbox.dropped:
+                await outbox.wait()
+        for message in outbox.take():
             seq += 1
-            await log.append(stream, seq, outbox.pending.popleft(), False)
+            await log.append(stream, seq, message, False)
         await log.append(stream, seq + 1, task.result().message, True)
     except asyncio.CancelledError:
         await log.end(stream, seq)  # cancelled: a client resuming this stream gets nothing more

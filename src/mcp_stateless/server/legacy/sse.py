@@ -208,11 +208,12 @@ class SseChannels:
         work.add_done_callback(lambda _t: outbox.wake())
         try:
             while True:
-                while outbox.pending:
-                    await bus.publish(topic, entry(outbox.pending.popleft()))
+                for pending in outbox.take():
+                    await bus.publish(topic, entry(pending))
                 if work.done():
                     break
-                await outbox.wait()
+                if not outbox.pending and not outbox.dropped:
+                    await outbox.wait()
             answer = work.result()
             body = answer.body if answer.body is not None else error_response(
                 message.get("id"), McpError(errors.INTERNAL_ERROR, "the request produced no response"))

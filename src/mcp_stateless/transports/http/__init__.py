@@ -517,7 +517,7 @@ class HttpTransport:
         loop = asyncio.get_running_loop()
         task = loop.create_task(self.endpoint.handle(req, call))
         wake = _Wakeup(loop)
-        outbox.wake = wake.set
+        outbox.on_emit = wake.set
         task.add_done_callback(lambda _t: wake.set())
         watch = _DisconnectWatch(loop, task, receive, wake.set)
         streaming = not can_json
