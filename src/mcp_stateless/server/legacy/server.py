@@ -352,11 +352,15 @@ class LegacyServer:
     async def _resume(self, session: Session, last_event_id: str) -> LegacyAnswer:
         """A GET with `Last-Event-ID`: the rest of that stream, on whichever instance."""
         parsed = parse_event_id(last_event_id)
-        if parsed is not None and parsed[0] == GET_STREAM:
+        if parsed is None:
+            return _rejected(Rejection(400, None, McpError(
+                errors.INVALID_REQUEST, "Bad Request: Last-Event-ID must be an event id this server sent "
+                "(<stream>:<number>)")))
+        if parsed[0] == GET_STREAM:
             return LegacyAnswer(200, stream=self.events(session, after=parsed[1]))
         streams = self.streams
-        owner = None if parsed is None else await streams.owner(parsed[0])
-        if parsed is None or owner is None or owner.get("s") != session.key:
+        owner = await streams.owner(parsed[0])
+        if owner is None or owner.get("s") != session.key:
             return _rejected(Rejection(400, None, McpError(
                 errors.INVALID_REQUEST, "Last-Event-ID names no stream of this session (it may have expired)")))
         return LegacyAnswer(200, stream=streams.replay(*parsed))
