@@ -142,6 +142,7 @@ def test_python_mcp1_client_session(transport: str) -> None:
     assert out["sampled"] == ["Say something"]
     assert out["roots"] == "1 roots"
     assert out["chatty"] == "done"
+    assert out["logsBeforeSetLevel"] == ["debug line", "info line", "error line"]  # no setLevel yet: all levels
     assert out["logs"] == ["info line", "error line"]  # setLevel info: the debug line is not sent
     assert out["progress"] == [1.0, 2.0]
     assert out["read"] == "watched content"

@@ -32,6 +32,10 @@ BRIDGED_METHODS = frozenset({
 })
 MAX_ROUNDS = 16  # a handler asking more often than this is looping
 _MODERN_ONLY_FIELDS = ("resultType", "ttlMs", "cacheScope")
+# A 2025 session that never sent `logging/setLevel` gets every level, as the official SDKs' servers send it
+# (the 2025 spec makes setLevel a client's way to *narrow* logs). On the modern path no level means no logs;
+# that per-request opt-in lives in `_meta`, which a 2025 request's level never comes from (see `run`).
+UNSET_LOG_LEVEL = "debug"
 
 
 def legacy_result(result: dict[str, Any]) -> dict[str, Any]:
@@ -58,9 +62,11 @@ async def run(app: App, peer: Peer, session: Session, state: SessionState, req: 
     call = Call(principal, "http" if headers is not None else "stdio", outbox, headers, can_send_request=True)
     emit: Callable[[dict[str, Any]], None] = outbox.emit if outbox is not None else _cannot_ask
     round_params = params
+    # The session's level only: a 2026 `_meta` logLevel on a 2025 request was dropped with `_meta` above.
+    level = state.log_level if state.log_level is not None else UNSET_LOG_LEVEL
     for _ in range(MAX_ROUNDS):
         modern = Request(req.id, req.method, round_params, session.version, session.capabilities,
-                         session.client_info, state.log_level, token)
+                         session.client_info, level, token)
         reply = await app.handle(modern, call)
         result = reply.message.get("result")
         if not isinstance(result, dict) or result.get("resultType") != "input_required":
