@@ -181,6 +181,12 @@ class SseChannels:
             server.counters[("initialize", 202)] += 1
             return LegacyAnswer(202)
         if not got.data:
+            if isinstance(decision, LegacyRequest):
+                # As the 2024-11-05 transport answers every request: 202 here, the answer on the stream.
+                # Auto-negotiating clients probe with `server/discover` first; a JSON-RPC error (not an
+                # HTTP 400, which their SSE transports only log) is what makes them fall back to initialize.
+                await state.bus.publish(topic, entry(error_response(decision.id, _before_initialize(decision))))
+                return LegacyAnswer(202)
             return _rejected(Rejection(400, rid, McpError(errors.INVALID_REQUEST, "send initialize first")))
         sid = got.data.decode()
         scoped = {**headers, SESSION_HEADER: sid}
@@ -224,6 +230,13 @@ class SseChannels:
         finally:
             if not work.done():
                 work.cancel()
+
+
+def _before_initialize(req: LegacyRequest) -> McpError:
+    if req.method == "server/discover":
+        return McpError(errors.METHOD_NOT_FOUND, "Method not found: server/discover (this is the 2024-11-05 "
+                        "HTTP+SSE transport: send initialize)")
+    return McpError(errors.INVALID_REQUEST, f"send initialize first ({req.method} before initialize)")
 
 
 def _rejected(r: Rejection) -> LegacyAnswer:
