@@ -72,6 +72,8 @@ async def run(app: App, peer: Peer, session: Session, state: SessionState, req: 
         if not isinstance(result, dict) or result.get("resultType") != "input_required":
             if isinstance(result, dict):
                 legacy_result(result)
+            elif reply.error_code == errors.MISSING_CLIENT_CAPABILITY:
+                return missing_capability(req, reply)
             return reply
         try:
             answers = await ask_all(peer, session, result.get("inputRequests") or {}, emit)
@@ -81,6 +83,21 @@ async def run(app: App, peer: Peer, session: Session, state: SessionState, req: 
         if "requestState" in result:
             round_params["requestState"] = result["requestState"]
     return Reply.error(req.id, McpError(errors.INTERNAL_ERROR, f"{req.method} asked for input too often"))
+
+
+def missing_capability(req: LegacyRequest, reply: Reply) -> Reply:
+    """A -32021 refusal in 2025 terms: that code exists only from 2026-07-28 on, and agent frameworks abort
+    a run on a JSON-RPC error where a tool error (`isError`) lets the model go on. So a tool call is answered
+    with a tool error result naming the capability; any other request gets -32600 with the same message
+    and data (the 2025 revisions have no closer code)."""
+    error = reply.message.get("error")
+    error = error if isinstance(error, dict) else {}
+    message = str(error.get("message") or "This request needs a client capability")
+    why = f"{message} (the client did not declare it at initialize)"
+    if req.method == "tools/call":
+        return Reply.result(req.id, {"content": [{"type": "text", "text": why}], "isError": True})
+    data = error.get("data")
+    return Reply.error(req.id, McpError(errors.INVALID_REQUEST, why, data if isinstance(data, dict) else None))
 
 
 def _cannot_ask(message: dict[str, Any]) -> None:
