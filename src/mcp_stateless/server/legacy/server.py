@@ -52,7 +52,7 @@ from . import bridge
 from .changelog import GET_STREAM, ChangeLog, LoggedEvents
 from .outbox import PendingMessages
 from .peer import Peer
-from .sessions import Session, Sessions, SessionState
+from .sessions import Session, SessionGone, Sessions, SessionState
 from .sse import SseChannels
 from .streams import StreamLog, parse_event_id
 
@@ -138,6 +138,8 @@ class LegacyServer:
         2024-11-05 SSE stream); None answers on the POST itself."""
         try:
             answer = await self._exchange(http_method, message, headers, principal, can_sse, outbox)
+        except SessionGone as e:  # ended (DELETE) while this exchange was being served
+            answer = LegacyAnswer(404, error_response(None, e))
         except McpError as e:  # e.g. the state store is unreachable
             answer = LegacyAnswer(500 if e.code == errors.INTERNAL_ERROR else 400, error_response(None, e))
         kind = _kind(http_method, message)
@@ -154,7 +156,7 @@ class LegacyServer:
             if isinstance(decision, Rejection):
                 return _rejected(decision)
             if isinstance(decision, LegacyRequest) and decision.method == "initialize":
-                return self._initialize(decision, principal)
+                return await self._initialize(decision, principal)
         rid = decision.id if isinstance(decision, LegacyRequest) else None
         sid = headers.get(SESSION_HEADER)
         if sid is None:
@@ -164,7 +166,7 @@ class LegacyServer:
         if session is None:
             return _rejected(session_not_found(rid))
         state = await sessions.state(session)
-        if state.deleted:
+        if state is None:  # deleted, or its record lost: either way it cannot come back
             return _rejected(session_not_found(rid, "Session not found: it was terminated"))
         hv = headers.get(VERSION_HEADER)
         if hv is not None and hv.strip() != session.version:
@@ -180,7 +182,7 @@ class LegacyServer:
                 return await self._resume(session, last)
             return LegacyAnswer(200, stream=self.events(session))
         if http_method == "DELETE":
-            await sessions.update(session, _terminate)
+            await sessions.end(session)
             return LegacyAnswer(200)
         if isinstance(decision, LegacyNotification):
             if decision.method == "notifications/cancelled":
@@ -195,13 +197,17 @@ class LegacyServer:
         return await self._request(decision, session, state, principal, headers, can_sse, outbox)
 
     # ------------------------------------------------------------------ lifecycle
-    def _initialize(self, req: LegacyRequest, principal: Principal) -> LegacyAnswer:
-        return self.initialize(req, principal)[0]
+    async def _initialize(self, req: LegacyRequest, principal: Principal) -> LegacyAnswer:
+        answer, session = self.initialize(req, principal)
+        if session is not None:
+            await self.sessions.create(session)
+        return answer
 
     def initialize(self, req: LegacyRequest, principal: Principal,
                    versions: tuple[str, ...] | None = None) -> tuple[LegacyAnswer, Session | None]:
-        """The answer to `initialize`, and the session it opened (None when refused). `versions`: what
-        this transport may negotiate (default: the server's)."""
+        """The answer to `initialize`, and the session it opened (None when refused); the caller makes the
+        session's record (`sessions.create`) before the client may use it. `versions`: what this
+        transport may negotiate (default: the server's)."""
         params = req.params
         requested = params.get("protocolVersion")
         caps = params.get("capabilities", {})
@@ -241,7 +247,10 @@ class LegacyServer:
             level = req.params.get("level")
             if level not in LOG_LEVEL_RANK:
                 return _error(req, errors.invalid_params(f"level must be one of {', '.join(LOG_LEVELS)}"))
-            await self.sessions.update(session, lambda s: setattr(s, "log_level", level))
+            try:
+                await self.sessions.update(session, lambda s: setattr(s, "log_level", level))
+            except SessionGone as e:
+                return _rejected(Rejection(404, req.id, e))
             return _ok(req, {})
         if method in ("resources/subscribe", "resources/unsubscribe"):
             uri = req.params.get("uri")
@@ -254,6 +263,8 @@ class LegacyServer:
             change = _subscribe(uri) if method == "resources/subscribe" else _unsubscribe(uri)
             try:
                 await self.sessions.update(session, change)
+            except SessionGone as e:
+                return _rejected(Rejection(404, req.id, e))
             except McpError as e:
                 return _error(req, e)
             return _ok(req, {})
@@ -381,33 +392,23 @@ class LegacyServer:
             while True:
                 while (entry := await log.next_after(position)) is not None:
                     position, change = entry
-                    try:
-                        message = await self._notification(session, change)
-                    except _SessionEnded:
+                    # Every event is checked against the session (one read): a stream opened before a
+                    # DELETE - on whichever instance - delivers nothing after it.
+                    state = await self.sessions.state(session)
+                    if state is None:
                         return
+                    message = _notification(state, change)
                     if message is not None:
                         yield SseEvent(message, id=f"{GET_STREAM}:{position}")
                 woke = await sub.get(keepalive)
                 if woke is None:
+                    if await self.sessions.state(session) is None:
+                        return  # ended while quiet: the stream ends within one keep-alive interval
                     yield KEEPALIVE
                 elif woke.kind == "end":
                     return
         finally:
             sub.close()
-
-    async def _notification(self, session: Session, event: ChangeEvent) -> dict[str, Any] | None:
-        """What `event` means to this session: a notification, or None (not its concern); raises
-        `_SessionEnded` when the session was terminated meanwhile."""
-        notify = _LIST_CHANGED.get(event.kind)
-        if notify is not None:
-            return {"jsonrpc": "2.0", "method": notify}
-        if event.kind == "resource_updated" and event.uri is not None:
-            state = await self.sessions.state(session)
-            if state.deleted:
-                raise _SessionEnded
-            if event.uri in state.subscriptions:
-                return {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": event.uri}}
-        return None
 
     # ------------------------------------------------------------------ the 2024-11-05 HTTP+SSE transport
     async def sse_open(self, principal: Principal) -> tuple[str, AsyncGenerator[LegacyItem, None]]:
@@ -432,8 +433,14 @@ class LegacyServer:
         return LegacyStdioSession(self, principal, write)
 
 
-class _SessionEnded(Exception):
-    pass
+def _notification(state: SessionState, event: ChangeEvent) -> dict[str, Any] | None:
+    """What `event` means to a live session: a notification, or None (not its concern)."""
+    notify = _LIST_CHANGED.get(event.kind)
+    if notify is not None:
+        return {"jsonrpc": "2.0", "method": notify}
+    if event.kind == "resource_updated" and event.uri is not None and event.uri in state.subscriptions:
+        return {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": event.uri}}
+    return None
 
 
 def close_stream(ctx: Context) -> bool:
@@ -509,11 +516,6 @@ async def _heartbeat(log: StreamLog, stream: str) -> None:
             await log.beat(stream)
         except McpError as e:  # the store is briefly unreachable: the next beat tries again
             log_.warning("a legacy call's heartbeat failed: %s", e.message, extra={"era": "legacy"})
-
-
-def _terminate(state: SessionState) -> None:
-    state.deleted = True
-    state.subscriptions = []
 
 
 MAX_SUBSCRIPTIONS = 1000  # per session: the shared record stays small

@@ -3,9 +3,12 @@
 The session id is self-validating: the negotiated version, the client's capabilities and info, the
 principal and a random key are sealed with the app's key ring (the same HMAC seal as MRTR
 `requestState`), so every instance sharing the ring accepts an id it never saw, after a restart too.
-Only what changes during a session lives in the shared record store, under the session's random key and
-with a TTL: the log level, the resource subscriptions, and the tombstone a DELETE leaves (so a deleted
-id is refused everywhere until it would have expired anyway).
+What changes during a session lives in one small record of the shared record store, under the session's
+random key, made at `initialize` and kept as long as the id is valid: the log level and the resource
+subscriptions. The record *is* the session's liveness: a DELETE removes it, and an id whose record is
+missing is refused (404) everywhere - so a store that loses records (a restarted memory store, a Redis
+that evicts or was flushed) ends sessions, and never brings a deleted one back. Nothing re-creates a
+missing record (`update` refuses), so a write racing a DELETE cannot resurrect the session either.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 import orjson
 
 from ...protocol.errors import McpError
+from ...protocol.legacy import SESSION_NOT_FOUND
 from ...protocol.mrtr import KeyRing, StateContext, seal, unseal
 from ...state import RecordStore
 
@@ -27,6 +31,7 @@ _SEAL_METHOD = "mcp-session"  # what the seal is bound to besides the principal:
 _SEAL_DIGEST = "legacy"
 # clientInfo fields kept in the id (the rest, e.g. icons, would only make every request's header longer)
 _INFO_KEYS = ("name", "version", "title")
+RECORD_GRACE_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,21 +99,42 @@ class Sessions:
         return Session(key, version, caps, info if isinstance(info, dict) else None, principal,
                        time.time() + self.ttl_s)
 
-    async def state(self, session: Session) -> SessionState:
+    async def create(self, session: Session) -> None:
+        """Make the record of a session just issued (its id is valid only while the record exists)."""
+        # The record outlives the sealed id by a little, so that near the end an id that still unseals
+        # is not refused for a record that expired a moment earlier (clocks of two instances differ).
+        expires = session.expires_at + RECORD_GRACE_S
+        await self.records.create(SESSION_NS, session.key, SessionState().encode(), expires_at=expires)
+
+    async def state(self, session: Session) -> SessionState | None:
+        """The session's state; None when it has ended (DELETE, its stream closed, or its record lost)."""
         got = await self.records.get(SESSION_NS, session.key)
-        return SessionState() if got is None else SessionState.decode(got.data)
+        if got is None:
+            return None
+        state = SessionState.decode(got.data)
+        return None if state.deleted else state  # `deleted`: a tombstone written by an earlier version
+
+    async def end(self, session: Session) -> None:
+        await self.records.delete(SESSION_NS, session.key)
 
     async def update(self, session: Session, change: Any) -> SessionState:
-        """Apply `change(state)` with compare-and-swap, so two instances never lose each other's update."""
+        """Apply `change(state)` with compare-and-swap, so two instances never lose each other's update.
+        Raises `SessionGone` when the session ended meanwhile (its record is never re-created)."""
         for _ in range(16):
             got = await self.records.get(SESSION_NS, session.key)
-            current = SessionState() if got is None else SessionState.decode(got.data)
+            current = None if got is None else SessionState.decode(got.data)
+            if got is None or current is None or current.deleted:
+                raise SessionGone
             change(current)
             data = current.encode()
-            expires = session.expires_at
-            if got is None:
-                if await self.records.create(SESSION_NS, session.key, data, expires_at=expires):
-                    return current
-            elif await self.records.swap(SESSION_NS, session.key, got.version, data, expires_at=expires):
+            expires = session.expires_at + RECORD_GRACE_S
+            if await self.records.swap(SESSION_NS, session.key, got.version, data, expires_at=expires):
                 return current
         raise McpError(-32603, "the session's state is changing too fast; retry")
+
+
+class SessionGone(McpError):
+    """The session ended (DELETE, or its record is gone) while a request of it was being served."""
+
+    def __init__(self) -> None:
+        super().__init__(SESSION_NOT_FOUND, "Session not found: it was terminated")

@@ -139,12 +139,10 @@ class SseChannels:
 
     async def _ended(self, key: str, session: Session | None) -> None:
         """The stream is gone: so is its channel, and the session it carried."""
-        from .server import _terminate
-
         with contextlib.suppress(Exception):
             await self.server._state().records.delete(CHANNEL_NS, key)
             if session is not None:
-                await self.server.sessions.update(session, _terminate)
+                await self.server.sessions.end(session)
 
     # ------------------------------------------------------------------ POST: any instance
     async def post(self, token: str, message: Any, headers: Mapping[str, str], principal: Principal) -> LegacyAnswer:
@@ -171,6 +169,7 @@ class SseChannels:
                     errors.INVALID_REQUEST, "this SSE session is initialized already")))
             answer, session = server.initialize(decision, principal, SSE_VERSIONS)
             if session is not None:
+                await server.sessions.create(session)
                 sid = dict(answer.headers)[SESSION_HEADER]
                 if not await state.records.swap(CHANNEL_NS, key, got.version, sid.encode(),
                                                 expires_at=time.time() + server.session_ttl_s):

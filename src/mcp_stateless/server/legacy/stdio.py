@@ -20,7 +20,7 @@ from ...protocol.envelope import Rejection
 from ...protocol.errors import McpError, error_response
 from ...protocol.legacy import LegacyNotification, LegacyRequest, LegacyResponse, classify
 from ...protocol.principal import Principal
-from .sessions import Session
+from .sessions import Session, SessionState
 
 if TYPE_CHECKING:
     from .server import LegacyServer
@@ -45,6 +45,7 @@ class LegacyStdioSession:
         self._inflight: dict[Any, asyncio.Task[None]] = {}
         self._events: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[bool]] = set()
+        self._created: asyncio.Task[None] | None = None
 
     def receive(self, message: Any) -> None:
         decision = classify(message)
@@ -67,6 +68,8 @@ class LegacyStdioSession:
             answer, session = self.server.initialize(decision, self.principal)
             if session is not None:
                 self.session = session
+                # made before any later request of the session reads it (each awaits this first)
+                self._created = loop.create_task(self.server.sessions.create(session))
             if answer.body is not None:
                 self.write(answer.body)
             return
@@ -94,12 +97,17 @@ class LegacyStdioSession:
                 task.cancel()  # nothing more is written for it
 
     async def _request(self, req: LegacyRequest, session: Session) -> None:
-        state = await self.server.sessions.state(session)
+        if self._created is not None:
+            await self._created
+        # One process is one session (no DELETE on stdio): a record the store lost ends nothing here.
+        state = await self.server.sessions.state(session) or SessionState()
         answer = await self.server._request(req, session, state, self.principal, None, False, _Writer(self.write))
         if answer.body is not None and req.id in self._inflight:
             self.write(answer.body)
 
     async def _pump_events(self, session: Session) -> None:
+        if self._created is not None:
+            await self._created
         stream = self.server.events(session)
         try:
             async for item in stream:
