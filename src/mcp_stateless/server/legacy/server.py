@@ -256,6 +256,8 @@ class LegacyServer:
             uri = req.params.get("uri")
             if not isinstance(uri, str):
                 return _error(req, errors.invalid_params(f"{method} needs params.uri"))
+            if len(uri) > MAX_URI:  # before any lookup: every update rewrites the session's record
+                return _error(req, errors.invalid_params(f"params.uri is longer than {MAX_URI} characters"))
             found = self.app.catalog.find_resource(uri) if method == "resources/subscribe" else None
             if found is not None and found[0].scopes and not found[0].scopes <= principal.scopes:
                 # the session's update notifications would time the changes of a resource it may not read
@@ -519,6 +521,10 @@ async def _heartbeat(log: StreamLog, stream: str) -> None:
 
 
 MAX_SUBSCRIPTIONS = 1000  # per session: the shared record stays small
+MAX_URI = 4096  # characters of a subscribed URI
+# the URIs of one session's subscriptions together: each subscribe rewrites the whole record (and every GET
+# stream event reads it), so its size, not only its count, is bounded
+MAX_SUBSCRIBED_CHARS = 64 * 1024
 
 
 def _subscribe(uri: str) -> Callable[[SessionState], None]:
@@ -526,6 +532,9 @@ def _subscribe(uri: str) -> Callable[[SessionState], None]:
         if uri not in state.subscriptions:
             if len(state.subscriptions) >= MAX_SUBSCRIPTIONS:
                 raise errors.invalid_params(f"a session may subscribe to at most {MAX_SUBSCRIPTIONS} resources")
+            if sum(map(len, state.subscriptions)) + len(uri) > MAX_SUBSCRIBED_CHARS:
+                raise errors.invalid_params(
+                    f"a session's subscribed URIs may total at most {MAX_SUBSCRIBED_CHARS} characters")
             state.subscriptions.append(uri)
 
     return change
