@@ -3,6 +3,8 @@ other clients served as before."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -65,3 +67,75 @@ def test_a_subscribed_uri_and_a_sessions_subscriptions_are_bounded_in_size(serve
                                                          "params": {"uri": f"{longest}0000"}})
         assert gone.json()["result"] == {}
         assert _subscribe(client, s.url, session, "test://short", 100)["result"] == {}
+
+
+def _principal_app(gate: threading.Event) -> App:
+    app = App("inflight-tests", principal=lambda headers: (headers or {}).get("x-user", "anonymous"))
+
+    @app.tool()
+    def hold() -> str:
+        """A sync tool that keeps its worker thread until the test opens the gate."""
+        gate.wait(30)
+        return "held"
+
+    @app.tool()
+    def quick() -> str:
+        return "quick"
+
+    return app
+
+
+def _open_as(url: str, user: str) -> dict[str, str]:
+    r = httpx.post(url, headers={"accept": ACCEPT, "x-user": user}, json={
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": V, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+    assert r.status_code == 200, r.text
+    return {"accept": ACCEPT, "x-user": user, "mcp-session-id": r.headers["mcp-session-id"],
+            "mcp-protocol-version": V}
+
+
+def _call(url: str, headers: dict[str, str], tool: str, id_: int) -> httpx.Response:
+    return httpx.post(url, headers=headers, timeout=30, json={
+        "jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": {"name": tool, "arguments": {}}})
+
+
+def _start_and_drop(url: str, headers: dict[str, str], id_: int) -> None:
+    """Start a `hold` call and leave: its stream opens (nothing sent within json_within_s), the client goes."""
+    with httpx.stream("POST", url, headers=headers, timeout=30, json={
+            "jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": {"name": "hold", "arguments": {}}}) as r:
+        assert r.status_code == 200 and r.headers["content-type"] == "text/event-stream"
+
+
+def test_calls_in_flight_are_bounded_per_session_and_per_principal(served: Callable[..., Any]) -> None:
+    gate = threading.Event()
+    app = _principal_app(gate)
+    server = LegacyServer(app, max_inflight_per_session=3, max_inflight_per_principal=4)
+    s = served(app, legacy=server)
+    try:
+        first, second = _open_as(s.url, "mallory"), _open_as(s.url, "mallory")
+        for i in range(3):
+            _start_and_drop(s.url, first, 10 + i)  # dropped, but a 2025 call runs on: it keeps its place
+        over = _call(s.url, first, "quick", 20)
+        assert over.status_code == 429 and over.headers["retry-after"] == "1"
+        assert over.json() == {"jsonrpc": "2.0", "id": 20, "error": {
+            "code": -32600, "message": "Too many requests: this session has 3 calls running already; retry when "
+            "one ends", "data": {"limit": 3, "scope": "session"}}}
+        _start_and_drop(s.url, second, 30)  # the principal's fourth
+        refused = _call(s.url, second, "quick", 31)
+        assert refused.status_code == 429 and refused.json()["error"]["data"] == {"limit": 4, "scope": "principal"}
+        # ping and other session methods are not calls: still answered
+        ping = httpx.post(s.url, headers=first, json={"jsonrpc": "2.0", "id": 32, "method": "ping"})
+        assert ping.json() == {"jsonrpc": "2.0", "id": 32, "result": {}}
+        # another principal's sync tool gets a thread at once: mallory's dropped calls hold 4, not all
+        other = _open_as(s.url, "alice")
+        started = time.monotonic()
+        answered = _call(s.url, other, "quick", 40)
+        assert answered.json()["result"]["content"] == [{"type": "text", "text": "quick"}]
+        assert time.monotonic() - started < 2.0
+    finally:
+        gate.set()
+    deadline = time.monotonic() + 10  # once the held calls end, their places are free again
+    while (server._inflight_session or server._inflight_principal) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not server._inflight_session and not server._inflight_principal
+    assert _call(s.url, first, "quick", 50).json()["result"]["content"] == [{"type": "text", "text": "quick"}]

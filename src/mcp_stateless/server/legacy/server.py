@@ -78,12 +78,24 @@ class LegacyServer:
     (`Last-Event-ID`) after it was sent; `get_log_max`: how many GET-stream events are kept at most;
     `heartbeat_s`: how often a running call says it is alive (a call silent for 5 beats is taken for
     dead, its instance gone: a client resuming its stream gets an error response instead of waiting);
-    `json_within_s`: a call that finishes this quickly without sending anything is answered as JSON."""
+    `json_within_s`: a call that finishes this quickly without sending anything is answered as JSON;
+    `max_inflight_per_session` / `max_inflight_per_principal`: calls (tools/call, prompts/get, ...) one
+    session / one principal may have running on this instance at once - a 2025 call runs to its end after
+    its client left (a disconnect is not a cancel), so without a bound one client could start thousands
+    and hold the tool threads; beyond it a call is refused with HTTP 429 (-32600, `Retry-After`). Anonymous
+    callers share one principal; keep the principal bound below the tool threads (64 under `serve`) so
+    one principal never holds them all."""
 
     def __init__(self, app: App, *, session_ttl_s: float = 24 * 3600.0, request_timeout_s: float = 300.0,
                  keepalive_s: float | None = None, versions: tuple[str, ...] = SERVED_VERSIONS,
                  stream_ttl_s: float = 600.0, get_log_max: int = 10_000, heartbeat_s: float = 2.0,
-                 json_within_s: float = 0.25) -> None:
+                 json_within_s: float = 0.25, max_inflight_per_session: int = 16,
+                 max_inflight_per_principal: int = 32) -> None:
+        self.max_inflight_per_session = max_inflight_per_session
+        self.max_inflight_per_principal = max_inflight_per_principal
+        # calls running on this instance, by session key and by principal id (entries at zero are removed)
+        self._inflight_session: collections.Counter[str] = collections.Counter()
+        self._inflight_principal: collections.Counter[str] = collections.Counter()
         self.stream_ttl_s = stream_ttl_s
         self.heartbeat_s = heartbeat_s
         self.json_within_s = json_within_s
@@ -272,17 +284,60 @@ class LegacyServer:
             return _ok(req, {})
         if method not in bridge.BRIDGED_METHODS or method not in self.app.table.methods:
             return _error(req, errors.method_not_found(method))
+        refused = self._admit(session)
+        if refused is not None:
+            return LegacyAnswer(429, error_response(req.id, McpError(errors.INVALID_REQUEST, refused[0], refused[1])),
+                                headers=(("Retry-After", "1"),))
+        released = False
+
+        def release(_: object = None) -> None:
+            nonlocal released
+            if not released:
+                released = True
+                self._release(session)
+
         peer = self.peer
         if outbox is None and can_sse and method in MRTR_METHODS:
-            # A call that may notify or ask the client answers on its own SSE stream.
+            # A call that may notify or ask the client answers on its own SSE stream. It may outlive this
+            # exchange (it runs on after the client left), so its place is freed when its task ends.
             def start(outbox: _StreamOutbox) -> Awaitable[Reply]:
                 return bridge.run(self.app, peer, session, state, req, principal, outbox, headers)
 
-            return await self._call(start, session, req.id)
-        return _answer(await bridge.run(self.app, peer, session, state, req, principal, outbox, headers))
+            try:
+                answer = await self._call(start, session, req.id, release)
+            except BaseException:  # e.g. the store failed before the call could start
+                release()
+                raise
+            if answer.stream is None:
+                release()  # answered as JSON: done (the task's own callback then finds it released)
+            return answer
+        try:
+            return _answer(await bridge.run(self.app, peer, session, state, req, principal, outbox, headers))
+        finally:
+            release()
+
+    def _admit(self, session: Session) -> tuple[str, dict[str, Any]] | None:
+        """Take a place for one more call of `session` on this instance; or why not (message, data)."""
+        if self._inflight_session[session.key] >= self.max_inflight_per_session:
+            limit = self.max_inflight_per_session
+            return (f"Too many requests: this session has {limit} calls running already; retry when one ends",
+                    {"limit": limit, "scope": "session"})
+        if self._inflight_principal[session.principal] >= self.max_inflight_per_principal:
+            limit = self.max_inflight_per_principal
+            return (f"Too many requests: {limit} calls of this principal are running already; retry when one ends",
+                    {"limit": limit, "scope": "principal"})
+        self._inflight_session[session.key] += 1
+        self._inflight_principal[session.principal] += 1
+        return None
+
+    def _release(self, session: Session) -> None:
+        for counter, key in ((self._inflight_session, session.key), (self._inflight_principal, session.principal)):
+            counter[key] -= 1
+            if counter[key] <= 0:
+                del counter[key]
 
     async def _call(self, start: Callable[[_StreamOutbox], Awaitable[Reply]],
-                    session: Session, request_id: Any) -> LegacyAnswer:
+                    session: Session, request_id: Any, ended: Callable[[object], None]) -> LegacyAnswer:
         """Run a call that may notify or ask its client. One that finishes within `json_within_s` without
         sending anything is answered as plain JSON (nothing logged: most calls cost no store write); any
         other answers on a resumable SSE stream, logged from its first message on."""
@@ -290,6 +345,7 @@ class LegacyServer:
         await self._watch_cancellations()
         task = asyncio.ensure_future(start(outbox))
         task.add_done_callback(lambda _t: outbox.wake())
+        task.add_done_callback(ended)  # the call's place is free once it ends, however it ends
         key = (session.key, request_id)
         self._calls[key] = task  # cancelling the handler ends the stream without a response
         task.add_done_callback(lambda t: self._calls.pop(key, None) if self._calls.get(key) is t else None)
