@@ -3,6 +3,7 @@ other clients served as before."""
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -139,3 +140,49 @@ def test_calls_in_flight_are_bounded_per_session_and_per_principal(served: Calla
         time.sleep(0.05)
     assert not server._inflight_session and not server._inflight_principal
     assert _call(s.url, first, "quick", 50).json()["result"]["content"] == [{"type": "text", "text": "quick"}]
+
+
+def _big_app() -> App:
+    app = App("stream-bytes-tests")
+
+    @app.tool()
+    def big() -> str:
+        return "x" * (256 * 1024)
+
+    return app
+
+
+def test_an_http_sse_stream_nobody_reads_is_closed_at_its_byte_bound(served: Callable[..., Any]) -> None:
+    """A 2024-11-05 client that opens its stream and never reads it: what waits for it is bounded in bytes
+    (it was 4,096 messages of any size); beyond the bound the stream, its channel and session end."""
+    app = _big_app()
+    s = served(app, legacy=LegacyServer(app, max_stream_bytes=1 << 20), legacy_sse=True)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # keep the kernel's share of the backlog small
+    sock.connect(("127.0.0.1", s.port))
+    try:
+        sock.sendall(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
+        head = b""
+        while b"data: /mcp?" not in head or not head.endswith(b"\n\n"):
+            head += sock.recv(1)  # up to the endpoint event, then never read again
+        path = head.split(b"data: ", 1)[1].split(b"\n", 1)[0].decode()
+        post = f"http://127.0.0.1:{s.port}{path}"
+        assert httpx.post(post, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2024-11-05", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"}}}).status_code == 202
+        status = 202
+        for i in range(200):  # 50 MiB of responses at most, far past any socket buffer
+            status = httpx.post(post, json={"jsonrpc": "2.0", "id": 1 + i, "method": "tools/call",
+                                            "params": {"name": "big", "arguments": {}}}).status_code
+            if status == 404:
+                break
+            time.sleep(0.01)
+        assert status == 404, "the stream of a client that never reads it was never closed"
+        gone = httpx.post(post, json={"jsonrpc": "2.0", "id": 999, "method": "ping"})
+        assert gone.status_code == 404 and gone.json()["error"]["code"] == -32001
+    finally:
+        sock.close()
+    # the server goes on serving others
+    assert httpx.post(s.url, headers={"accept": ACCEPT}, json={"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                      "params": {"protocolVersion": V, "capabilities": {},
+                                 "clientInfo": {"name": "t", "version": "0"}}}).status_code == 200

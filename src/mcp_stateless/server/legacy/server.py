@@ -84,13 +84,15 @@ class LegacyServer:
     its client left (a disconnect is not a cancel), so without a bound one client could start thousands
     and hold the tool threads; beyond it a call is refused with HTTP 429 (-32600, `Retry-After`). Anonymous
     callers share one principal; keep the principal bound below the tool threads (64 under `serve`) so
-    one principal never holds them all."""
+    one principal never holds them all; `max_stream_bytes`: what a 2024-11-05 HTTP+SSE stream may have
+    waiting for a client that does not read it before it is closed."""
 
     def __init__(self, app: App, *, session_ttl_s: float = 24 * 3600.0, request_timeout_s: float = 300.0,
                  keepalive_s: float | None = None, versions: tuple[str, ...] = SERVED_VERSIONS,
                  stream_ttl_s: float = 600.0, get_log_max: int = 10_000, heartbeat_s: float = 2.0,
                  json_within_s: float = 0.25, max_inflight_per_session: int = 16,
-                 max_inflight_per_principal: int = 32) -> None:
+                 max_inflight_per_principal: int = 32, max_stream_bytes: int = 16 * 1024 * 1024) -> None:
+        self.max_stream_bytes = max_stream_bytes
         self.max_inflight_per_session = max_inflight_per_session
         self.max_inflight_per_principal = max_inflight_per_principal
         # calls running on this instance, by session key and by principal id (entries at zero are removed)
