@@ -186,3 +186,31 @@ def test_an_http_sse_stream_nobody_reads_is_closed_at_its_byte_bound(served: Cal
     assert httpx.post(s.url, headers={"accept": ACCEPT}, json={"jsonrpc": "2.0", "id": 0, "method": "initialize",
                       "params": {"protocolVersion": V, "capabilities": {},
                                  "clientInfo": {"name": "t", "version": "0"}}}).status_code == 200
+
+
+def test_open_sessions_are_bounded_per_authenticated_principal(served: Callable[..., Any]) -> None:
+    app = _principal_app(threading.Event())
+    s = served(app, legacy=LegacyServer(app, max_sessions_per_principal=3, session_ttl_s=2.0))
+
+    def init(user: str | None) -> httpx.Response:
+        extra = {} if user is None else {"x-user": user}
+        return httpx.post(s.url, headers={"accept": ACCEPT, **extra}, json={
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": V, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+
+    bobs = [init("bob") for _ in range(3)]
+    assert all(r.status_code == 200 for r in bobs)
+    over = init("bob")
+    assert over.status_code == 429 and "mcp-session-id" not in over.headers
+    assert over.json() == {"jsonrpc": "2.0", "id": 0, "error": {
+        "code": -32600, "message": "Too many sessions: this principal has 3 open; end one (DELETE) or wait for one "
+        "to expire", "data": {"limit": 3, "scope": "sessions"}}}
+    assert init("alice").status_code == 200  # another principal is not affected
+    assert all(init(None).status_code == 200 for _ in range(5))  # anonymous callers are not counted together
+    first = {"accept": ACCEPT, "x-user": "bob", "mcp-session-id": bobs[0].headers["mcp-session-id"],
+             "mcp-protocol-version": V}
+    assert httpx.delete(s.url, headers=first).status_code == 200
+    assert init("bob").status_code == 200  # a DELETE frees its place
+    assert init("bob").status_code == 429
+    time.sleep(2.3)  # and so does expiry
+    assert init("bob").status_code == 200

@@ -44,7 +44,7 @@ from ...protocol.legacy import (
     session_required,
 )
 from ...protocol.mrtr import MRTR_METHODS
-from ...protocol.principal import Principal
+from ...protocol.principal import ANONYMOUS, Principal
 from ...state import StateBundle
 from ...state.events import ChangeEvent
 from ..context import Context
@@ -85,13 +85,17 @@ class LegacyServer:
     and hold the tool threads; beyond it a call is refused with HTTP 429 (-32600, `Retry-After`). Anonymous
     callers share one principal; keep the principal bound below the tool threads (64 under `serve`) so
     one principal never holds them all; `max_stream_bytes`: what a 2024-11-05 HTTP+SSE stream may have
-    waiting for a client that does not read it before it is closed."""
+    waiting for a client that does not read it before it is closed; `max_sessions_per_principal`: open
+    sessions one authenticated principal may hold (None: unbounded; anonymous callers are not counted,
+    as they share one principal), beyond which `initialize` is refused with HTTP 429 (-32600)."""
 
     def __init__(self, app: App, *, session_ttl_s: float = 24 * 3600.0, request_timeout_s: float = 300.0,
                  keepalive_s: float | None = None, versions: tuple[str, ...] = SERVED_VERSIONS,
                  stream_ttl_s: float = 600.0, get_log_max: int = 10_000, heartbeat_s: float = 2.0,
                  json_within_s: float = 0.25, max_inflight_per_session: int = 16,
-                 max_inflight_per_principal: int = 32, max_stream_bytes: int = 16 * 1024 * 1024) -> None:
+                 max_inflight_per_principal: int = 32, max_stream_bytes: int = 16 * 1024 * 1024,
+                 max_sessions_per_principal: int | None = 1000) -> None:
+        self.max_sessions_per_principal = max_sessions_per_principal
         self.max_stream_bytes = max_stream_bytes
         self.max_inflight_per_session = max_inflight_per_session
         self.max_inflight_per_principal = max_inflight_per_principal
@@ -196,7 +200,7 @@ class LegacyServer:
                 return await self._resume(session, last)
             return LegacyAnswer(200, stream=self.events(session))
         if http_method == "DELETE":
-            await sessions.end(session)
+            await self.end_session(session)
             return LegacyAnswer(200)
         if isinstance(decision, LegacyNotification):
             if decision.method == "notifications/cancelled":
@@ -213,9 +217,28 @@ class LegacyServer:
     # ------------------------------------------------------------------ lifecycle
     async def _initialize(self, req: LegacyRequest, principal: Principal) -> LegacyAnswer:
         answer, session = self.initialize(req, principal)
-        if session is not None:
-            await self.sessions.create(session)
+        refused = None if session is None else await self.start_session(session)
+        if refused is not None:
+            return LegacyAnswer(429, error_response(req.id, refused), headers=(("Retry-After", "60"),))
         return answer
+
+    def _bounds_sessions(self, session: Session) -> bool:
+        # Anonymous callers share one principal: bounding it would bound every anonymous client together.
+        return self.max_sessions_per_principal is not None and session.principal != ANONYMOUS.id
+
+    async def start_session(self, session: Session) -> McpError | None:
+        """Make the record of a session just issued; or why not (its principal has too many open)."""
+        limit = self.max_sessions_per_principal
+        if limit is not None and self._bounds_sessions(session) and not await self.sessions.admit(session, limit):
+            return McpError(errors.INVALID_REQUEST, f"Too many sessions: this principal has {limit} open; end one "
+                            "(DELETE) or wait for one to expire", {"limit": limit, "scope": "sessions"})
+        await self.sessions.create(session)
+        return None
+
+    async def end_session(self, session: Session) -> None:
+        await self.sessions.end(session)
+        if self._bounds_sessions(session):
+            await self.sessions.forget(session)
 
     def initialize(self, req: LegacyRequest, principal: Principal,
                    versions: tuple[str, ...] | None = None) -> tuple[LegacyAnswer, Session | None]:

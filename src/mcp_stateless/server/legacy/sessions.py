@@ -27,6 +27,7 @@ from ...protocol.mrtr import KeyRing, StateContext, seal, unseal
 from ...state import RecordStore
 
 SESSION_NS = "legacy-session"
+PRINCIPAL_NS = "legacy-principal-sessions"  # per principal: its open sessions (when they are bounded)
 _SEAL_METHOD = "mcp-session"  # what the seal is bound to besides the principal: never a request method
 _SEAL_DIGEST = "legacy"
 # clientInfo fields kept in the id (the rest, e.g. icons, would only make every request's header longer)
@@ -131,6 +132,55 @@ class Sessions:
             if await self.records.swap(SESSION_NS, session.key, got.version, data, expires_at=expires):
                 return current
         raise McpError(-32603, "the session's state is changing too fast; retry")
+
+
+    async def admit(self, session: Session, limit: int) -> bool:
+        """Count `session` among its principal's open sessions; False (nothing stored) when the principal
+        has `limit` open already. The count is one shared record per principal: the keys and expiries of
+        its sessions, the expired ones pruned at each admission (so it never holds more than `limit`)."""
+        now = time.time()
+        for _ in range(16):
+            got = await self.records.get(PRINCIPAL_NS, session.principal)
+            live = [e for e in _entries(got.data if got is not None else b"[]") if e[1] > now]
+            if len(live) >= limit:
+                return False
+            live.append((session.key, session.expires_at))  # counted while its id is valid
+            data = orjson.dumps(live)
+            expires = max(e[1] for e in live) + RECORD_GRACE_S
+            if got is None:
+                if await self.records.create(PRINCIPAL_NS, session.principal, data, expires_at=expires):
+                    return True
+            elif await self.records.swap(PRINCIPAL_NS, session.principal, got.version, data, expires_at=expires):
+                return True
+        raise McpError(-32603, "this principal's sessions are changing too fast; retry")
+
+    async def forget(self, session: Session) -> None:
+        """Take an ended session out of its principal's count (best effort: expiry prunes it anyway)."""
+        for _ in range(16):
+            got = await self.records.get(PRINCIPAL_NS, session.principal)
+            if got is None:
+                return
+            entries = _entries(got.data)
+            kept = [e for e in entries if e[0] != session.key and e[1] > time.time()]
+            if len(kept) == len(entries):
+                return
+            if not kept:
+                await self.records.delete(PRINCIPAL_NS, session.principal)
+                return
+            if await self.records.swap(PRINCIPAL_NS, session.principal, got.version, orjson.dumps(kept),
+                                       expires_at=max(e[1] for e in kept) + RECORD_GRACE_S):
+                return
+
+
+def _entries(data: bytes) -> list[tuple[str, float]]:
+    try:
+        raw = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return []
+    if not isinstance(raw, list):
+        return []
+    return [(e[0], float(e[1])) for e in raw
+            if isinstance(e, list) and len(e) == 2 and isinstance(e[0], str) and isinstance(e[1], int | float)]
 
 
 class SessionGone(McpError):

@@ -156,7 +156,7 @@ class SseChannels:
         with contextlib.suppress(Exception):
             await self.server._state().records.delete(CHANNEL_NS, key)
             if session is not None:
-                await self.server.sessions.end(session)
+                await self.server.end_session(session)
 
     # ------------------------------------------------------------------ POST: any instance
     async def post(self, token: str, message: Any, headers: Mapping[str, str], principal: Principal) -> LegacyAnswer:
@@ -182,8 +182,11 @@ class SseChannels:
                 return _rejected(Rejection(400, rid, McpError(
                     errors.INVALID_REQUEST, "this SSE session is initialized already")))
             answer, session = server.initialize(decision, principal, SSE_VERSIONS)
+            refused = None if session is None else await server.start_session(session)
+            if refused is not None:
+                await state.bus.publish(topic, entry(error_response(decision.id, refused)))
+                return LegacyAnswer(202)
             if session is not None:
-                await server.sessions.create(session)
                 sid = dict(answer.headers)[SESSION_HEADER]
                 if not await state.records.swap(CHANNEL_NS, key, got.version, sid.encode(),
                                                 expires_at=time.time() + server.session_ttl_s):
