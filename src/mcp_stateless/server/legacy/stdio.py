@@ -23,7 +23,7 @@ from ...protocol.jsonrpc import RequestId
 from ...protocol.legacy import LegacyNotification, LegacyRequest, LegacyResponse
 from ...protocol.outbox import LineOutbox
 from ...protocol.principal import Principal
-from .sessions import Session
+from .sessions import Session, SessionState
 
 if TYPE_CHECKING:
     from .server import LegacyServer
@@ -42,6 +42,7 @@ class LegacyStdioSession:
         self._inbound: Inbound[_Entry] = Inbound(legacy=True)
         self._events: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[bool]] = set()
+        self._created: asyncio.Task[None] | None = None
 
     def receive(self, message: Any) -> None:
         decision = self._inbound.receive(message)
@@ -73,6 +74,8 @@ class LegacyStdioSession:
             answer, session = self.server.initialize(decision, self.principal)
             if session is not None:
                 self.session = session
+                # made before any later request of the session reads it (each awaits this first)
+                self._created = loop.create_task(self.server.sessions.create(session))
             if answer.body is not None:
                 self.write(answer.body)
             return
@@ -90,7 +93,10 @@ class LegacyStdioSession:
         self._inbound.inflight.finish(rid, entry)
 
     async def _request(self, req: LegacyRequest, session: Session, outbox: LineOutbox) -> None:
-        state = await self.server.sessions.state(session)
+        if self._created is not None:
+            await self._created
+        # One process is one session (no DELETE on stdio): a record the store lost ends nothing here.
+        state = await self.server.sessions.state(session) or SessionState()
         answer = await self.server._request(req, session, state, self.principal, None, False, outbox)
         if answer.body is not None and req.id in self._inbound.inflight:
             outbox.flush(force=True)  # what the handler emitted goes before its response
@@ -98,6 +104,8 @@ class LegacyStdioSession:
             self.write(answer.body)
 
     async def _pump_events(self, session: Session) -> None:
+        if self._created is not None:
+            await self._created
         stream = self.server.events(session)
         try:
             async for item in stream:
