@@ -12,8 +12,6 @@ import asyncio
 
 from ...protocol.outbox import BoundedOutbox
 
-BACKLOG = 4096  # messages a 2024-11-05 channel's stream may have waiting for its reader
-
 
 class PendingMessages(BoundedOutbox):
     __slots__ = ("_wake",)
