@@ -179,3 +179,29 @@ async def test_legacy_http_cancels_a_request_with_a_2_64_id() -> None:
         answer, status = await asyncio.wait_for(asyncio.gather(calling, cancel_it()), 5)
         assert status == 202
         assert '"result"' not in answer.text  # cancelled: the stream ends without a response
+
+
+@pytest.mark.parametrize("rid", [True, 1])
+async def test_modern_http_cancels_by_disconnect_only(rid: Any) -> None:
+    """Modern Streamable HTTP is stateless: a `notifications/cancelled` POST names nothing (202), whatever
+    its id; the call it might name is answered (only closing its response stream cancels it)."""
+    app = make_app()
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+               "mcp-protocol-version": PV}
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=HttpTransport(app)),
+                                 base_url="http://127.0.0.1") as http:
+
+        async def after() -> int:
+            await asyncio.sleep(0.1)
+            note = cancel(rid)
+            note["params"]["_meta"] = META
+            sent = await http.post("/mcp", content=orjson.dumps(note),
+                                   headers={**headers, "mcp-method": "notifications/cancelled"})
+            return sent.status_code
+
+        calling = http.post("/mcp", content=orjson.dumps(call(1, 300, True)),
+                            headers={**headers, "mcp-method": "tools/call", "mcp-name": "wait"})
+        answer, status = await asyncio.gather(calling, after())
+    assert status == 202
+    assert answer.status_code == 200 and answer.json()["result"]["content"] == [
+        {"type": "text", "text": "waited 300"}]

@@ -13,7 +13,9 @@ the launching client sees the process exit (status 1) and the reason on stderr.
 Flow control: what waits to be written is bounded. When more than `write_high_water` bytes wait for a
 client that does not read its stdout, stdin is not read either (the client's writes block, as on a
 socket) until the backlog drains, and at most `max_inflight` requests run at once (each may hold its
-result until it is written): memory stays about `write_high_water + max_inflight x result size`. When
+result until it is written): memory stays about `write_high_water + max_inflight x result size`. Meanwhile
+each request's notifications wait in its bounded outbox (`protocol/outbox.py`: progress coalesced, logs
+beyond the bound dropped and counted), not in the pipe's buffer. When
 stdout is closed (the client went away), every request still running is cancelled, nothing more is read,
 and the process ends (status 0) instead of working for no one.
 
