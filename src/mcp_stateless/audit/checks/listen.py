@@ -8,6 +8,7 @@ import contextlib
 import time
 from typing import Any
 
+from ...protocol import methods
 from ...protocol.meta import META_SUBSCRIPTION_ID
 from ..engine import Check, Context, Outcome
 from ..targets import Stream
@@ -15,9 +16,8 @@ from ..wire import Exchange, modern
 from .calls import call
 
 ACK = "notifications/subscriptions/acknowledged"
-EVENTS = {"toolsListChanged": ("tools", "notifications/tools/list_changed"),
-          "promptsListChanged": ("prompts", "notifications/prompts/list_changed"),
-          "resourcesListChanged": ("resources", "notifications/resources/list_changed")}
+# the listen filter's flag -> (change kind, its notification), from the method table
+EVENTS = {f"{kind}ListChanged": (kind, method) for kind, method in methods.LIST_CHANGED.items()}
 ACK_WAIT = 5.0
 EVENT_WAIT = 2.0
 

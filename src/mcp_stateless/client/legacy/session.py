@@ -33,6 +33,8 @@ log = logging.getLogger("mcp_stateless.client.legacy")
 _HEADER_VERSIONS = frozenset({"2025-06-18", "2025-11-25"})  # versions with the MCP-Protocol-Version header
 _TRANSPORT_NAMES = {"http": "streamable-http"}
 _LISTEN_METHODS = methods.SESSION_NOTIFICATIONS
+# the server->client requests answered through the handlers (the method table's MRTR input kinds)
+_HANDLED = frozenset(m.name for m in methods.SERVER.values() if m.input)
 
 
 class LegacySession:
@@ -246,7 +248,7 @@ class LegacySession:
         try:
             if method == "ping":
                 reply = jsonrpc.result_response(id_, {})
-            elif method in ("sampling/createMessage", "elicitation/create", "roots/list"):
+            elif method in _HANDLED:
                 reply = jsonrpc.result_response(id_, await self.handlers.answer(method, req.get("params")))
             else:
                 reply = jsonrpc.error_response(id_, method_not_found(method))
