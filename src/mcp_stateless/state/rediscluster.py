@@ -123,10 +123,11 @@ class RedisClusterConnection:
     def connected(self) -> bool:
         return self._client is not None
 
-    def node_client(self, host: str, port: int, **kw: Any) -> aioredis.Redis:
+    def node_client(self, host: str, port: int, *, extra_s: float = 0.0, **kw: Any) -> aioredis.Redis:
         """A plain client of one node (pub/sub, WAIT), with this engine's timeouts and credentials."""
         return aioredis.Redis(host=host, port=port, username=self.username, password=self.password,
-                              socket_timeout=self.timeout_s, socket_connect_timeout=self.timeout_s, **kw)
+                              socket_timeout=self.timeout_s + extra_s, socket_connect_timeout=self.timeout_s,
+                              retry=Retry(NoBackoff(), 0), **kw)  # the caller decides where to retry
 
     def client(self) -> RedisCluster:
         loop = asyncio.get_running_loop()
@@ -158,12 +159,12 @@ class RedisClusterConnection:
                 pass
         return client
 
-    async def call(self, fn: Callable[[RedisCluster], Awaitable[T]]) -> T:
+    async def call(self, fn: Callable[[RedisCluster], Awaitable[T]], *, extra_s: float = 0.0) -> T:
         async def run() -> T:
             return await fn(await self.ready())
 
         try:
-            return await asyncio.wait_for(run(), self.timeout_s * 3)
+            return await asyncio.wait_for(run(), self.timeout_s * 3 + extra_s)
         except _DOWN as e:
             raise StateUnavailable(self.where, str(e) or type(e).__name__) from None
 
@@ -181,7 +182,9 @@ class RedisClusterConnection:
                     raise ClusterDownError(f"no master for the slot of {key}")
                 direct, lock = self._direct.get(node.name) or (None, None)
                 if direct is None or lock is None:
-                    direct = self.node_client(node.host, int(node.port), single_connection_client=True)
+                    # WAIT blocks up to wait_timeout on the server: the socket waits that much longer
+                    direct = self.node_client(node.host, int(node.port), extra_s=self.wait_timeout_ms / 1000,
+                                              single_connection_client=True)
                     lock = asyncio.Lock()
                     self._direct[node.name] = (direct, lock)
                 try:
@@ -196,9 +199,14 @@ class RedisClusterConnection:
                     await r.nodes_manager.initialize()
                     continue
                 except (RedisConnectionError, RedisTimeoutError, OSError):
-                    self._direct.pop(node.name, None)
+                    dead = self._direct.pop(node.name, None)
+                    if dead is not None:
+                        with contextlib.suppress(Exception):
+                            await dead[0].aclose()
+                    if attempt == 2:
+                        raise
                     await r.nodes_manager.initialize()  # the master may be gone: learn its successor
-                    raise
+                    continue
                 if acked < self.wait_replicas:
                     STATE_ERRORS["redis-cluster-wait"] += 1
                     log.warning("a write to %s reached %d of %d replicas within %d ms: a failover now may lose it",
@@ -206,7 +214,7 @@ class RedisClusterConnection:
                 return done
             raise ClusterDownError("the slot kept moving")
 
-        return await self.call(durable)
+        return await self.call(durable, extra_s=self.wait_timeout_ms / 1000 * 2)
 
     async def aclose(self) -> None:
         client, self._client = self._client, None
