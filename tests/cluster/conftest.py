@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from clusterlib import NGINX, Cluster  # type: ignore[import-not-found]
 
-
 BACKENDS = ["sqlite", "redis", pytest.param("redis-cluster", marks=pytest.mark.slow),
             pytest.param("postgres", marks=pytest.mark.slow)]
 
