@@ -8,6 +8,7 @@
 2. **engine**: each engine's state operations per second here: 2 processes x 32 coroutines doing
    get + compare-and-set on 256 records for `--duration` seconds (single Redis, 3-master Redis Cluster,
    Postgres with fsync on, SQLite).
+   **server**: the same stores driven by their own C clients (redis-benchmark, pgbench), for the headroom.
 3. **fleet**: stateful calls per second (`add_file` on 64 handles) through nginx (deploy/nginx.conf) at 1, 2
    and 4 instances on each engine.
 
@@ -226,6 +227,38 @@ def measure_engine(url: str, seconds: float, procs: int = 2, conc: int = 32) -> 
     return sum(rates)
 
 
+def measure_server(name: str, url: str, seconds: float, workdir: Path) -> float | None:
+    """The server's own rate with a C client (redis-benchmark, pgbench): what the store could do if our
+    client side were not the bottleneck. Redis: GET and SET at 32 connections; Postgres: a read and a
+    versioned UPDATE per transaction (our get + swap) at 16 connections, counted as two operations."""
+    if name in ("redis", "redis-cluster"):
+        port = url.split("://", 1)[1].split(",")[0].split("/")[0].rsplit(":", 1)[1]
+        cmd = ["redis-benchmark", "-h", "127.0.0.1", "-p", port, "-q", "-c", "32", "-n", "100000", "-t", "get,set",
+               "--csv"] + (["--cluster"] if name == "redis-cluster" else [])
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
+        rates = []
+        for line in out.splitlines():
+            cells = [c.strip('"') for c in line.split(",")]
+            if len(cells) > 1 and cells[1].replace(".", "", 1).isdigit():
+                rates.append(float(cells[1]))
+        return round(statistics.mean(rates)) if rates else None
+    if name == "postgres":
+        bindir = Path(subprocess.run(["sh", "-c", "ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1"],
+                                     capture_output=True, text=True).stdout.strip())
+        setup = ("DROP TABLE IF EXISTS bench; CREATE TABLE bench (key TEXT PRIMARY KEY, version BIGINT, data BYTEA);"
+                 "INSERT INTO bench SELECT 'k' || g, 1, '\\x00' FROM generate_series(1, 1000) g;")
+        subprocess.run(["psql", url, "-qc", setup], check=True, capture_output=True, timeout=60)
+        script = workdir / "pgbench.sql"
+        script.write_text("\\set k random(1, 1000)\n"
+                          "SELECT data, version FROM bench WHERE key = 'k' || :k;\n"
+                          "UPDATE bench SET version = version + 1 WHERE key = 'k' || :k AND version > 0;\n")
+        out = subprocess.run([str(bindir / "pgbench"), "-n", "-c", "16", "-j", "2", "-T", str(int(seconds)), "-f",
+                              str(script), url], capture_output=True, text=True, timeout=seconds + 60).stdout
+        tps = [float(line.split("=")[1].split()[0]) for line in out.splitlines() if line.startswith("tps =")]
+        return round(tps[0] * 2) if tps else None
+    return None
+
+
 # ----------------------------------------------------------------------------------------------- 3. fleet
 def measure_fleet(state: str, sizes: list[int], seconds: float, warmup: float, workdir: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
@@ -306,7 +339,7 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=4.0)
     ap.add_argument("--warmup", type=float, default=1.0)
     ap.add_argument("--ops-n", type=int, default=40)
-    ap.add_argument("--only", default="ops,engine,fleet")
+    ap.add_argument("--only", default="ops,engine,server,fleet")
     ap.add_argument("--engines", default=",".join(ENGINES))
     ap.add_argument("--sizes", default="1,2,4")
     cfg = ap.parse_args()
@@ -331,6 +364,11 @@ def main() -> None:
                     rates = [measure_engine(url, cfg.duration) for _ in range(2)]
                     results["engine"][name] = round(statistics.median(rates))
                     print(f"engine {name}: {results['engine'][name]:,} ops/s", flush=True)
+            if "server" in parts:
+                results["server"] = {}
+                for name in names:
+                    results["server"][name] = measure_server(name, engines.urls[name], cfg.duration, work)
+                    print(f"server {name}: {results['server'][name]} ops/s", flush=True)
             if "fleet" in parts:
                 results["fleet"] = {}
                 for name in names:
