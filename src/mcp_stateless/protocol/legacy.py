@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from . import errors
+from . import errors, jsonrpc
 from .envelope import Rejection, RequestId, reject
 from .errors import McpError
 from .jsonrpc import as_request_id
@@ -44,9 +44,9 @@ def _has_modern_envelope(message: dict[str, Any]) -> bool:
 
 
 def is_response(message: Any) -> bool:
-    """A JSON-RPC response (result or error with an id, no method): only legacy clients send them."""
-    return (isinstance(message, dict) and "method" not in message and "id" in message
-            and ("result" in message or "error" in message))
+    """A JSON-RPC response (result or error with an id, no method) of any decoded value: only legacy
+    clients send them."""
+    return isinstance(message, dict) and jsonrpc.is_response(message)
 
 
 def era_of(http_method: str, message: Any, headers: Mapping[str, str] | None) -> Era:
