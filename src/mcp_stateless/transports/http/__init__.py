@@ -29,7 +29,7 @@ from ...protocol.asgi import AsgiApp, Middleware, Receive, Scope, Send
 from ...protocol.endpoint import Call, Endpoint, LegacyEndpoint, authenticator_for
 from ...protocol.envelope import Notification, Rejection, Request
 from ...protocol.errors import McpError
-from ...protocol.legacy import era_of
+from ...protocol.legacy import declares_modern, era_of
 from ...protocol.principal import Authenticator, Principal
 from ...protocol.retirement import Retirement
 from ...protocol.security import OriginPolicy
@@ -274,13 +274,14 @@ class HttpTransport:
 
     async def _not_post(self, method: str, scope: Scope, headers: dict[str, str], receive: Receive,
                         send: Send) -> None:
-        """GET/DELETE of a 2025 session, a 2024-11-05 HTTP+SSE stream (GET), else 405."""
+        """GET/DELETE of a 2025 session, a 2024-11-05 HTTP+SSE stream (GET), else 405: a request naming a
+        modern version in `MCP-Protocol-Version` is never either (the modern transport is POST only)."""
         leg = self._legacy
         if leg is not None:
             if era_of(method, None, headers) == "legacy":
                 await leg.exchange(method, None, headers, receive, send)
                 return
-            if method == "GET" and leg.legacy_sse:
+            if method == "GET" and leg.legacy_sse and not declares_modern(headers):  # a 2024-11-05 client
                 await leg.sse_open(scope, headers, receive, send)
                 return
         await respond.not_allowed(send, method)
