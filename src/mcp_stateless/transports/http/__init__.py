@@ -215,17 +215,23 @@ class HttpTransport:
         if route is not None:
             await route(scope, receive, send)
             return
-        headers = await guards.header_dict(scope["headers"], send)
-        if headers is None or not await self._origins.passes(scope, headers, send):
+        headers = guards.header_dict(scope["headers"])
+        if not isinstance(headers, dict):
+            await respond.error(send, 400, None, headers)
+            return
+        refused = self._origins.refusal(scope, headers)
+        if refused is not None:
+            await respond.error(send, 403, None, refused)
             return
         method = scope["method"]
         if method != "POST":
             await self._not_post(method, scope, headers, receive, send)
             return
-        can = await guards.media(headers, send)
-        if can is None:
+        media = guards.media(headers)
+        if isinstance(media, guards.Refusal):
+            await respond.error(send, media.status, None, media.error)
             return
-        can_json, can_sse = can
+        can_json, can_sse = media
         who = self._auth.quick(headers)
         if who is None:
             who = await self._auth.full(headers)

@@ -1,11 +1,13 @@
 """What a request must pass before its body is handled, in the order the endpoint applies them: the
 header lines, Host/Origin (`protocol.security`), Content-Type, Accept, who is calling (before the body is
-read), and the body limit. Each check answers its refusal itself and says whether the request goes on;
-both eras use the same ones."""
+read), and the body limit; both eras use the same ones. perf: each is a plain function returning
+the refusal (the transport writes it), so a request that passes them all awaits nothing here but its
+authenticator."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ...protocol import errors
@@ -27,15 +29,14 @@ from . import respond
 _LOOPBACK_ADDRS = frozenset({"127.0.0.1", "::1", "localhost"})
 
 
-async def header_dict(raw: list[tuple[bytes, bytes]], send: Send) -> dict[str, str] | None:
-    """The request's headers by lower-cased name; None (after a 400) when a single-valued one repeats."""
+def header_dict(raw: list[tuple[bytes, bytes]]) -> dict[str, str] | McpError:
+    """The request's headers by lower-cased name, or the refusal (400) when a single-valued one repeats."""
     # perf: one comprehension; only when it collapsed repeated lines are they looked at
     headers: dict[str, str] = {k.decode("latin-1"): v.decode("latin-1") for k, v in raw}
     if len(headers) != len(raw):
         problem = repeated_header(raw)
         if problem is not None:
-            await respond.error(send, 400, None, problem)
-            return None
+            return problem
     return headers
 
 
@@ -57,25 +58,26 @@ class Origins:
             return self._loopback
         return self._public
 
-    async def passes(self, scope: Scope, headers: Mapping[str, str], send: Send) -> bool:
+    def refusal(self, scope: Scope, headers: Mapping[str, str]) -> McpError | None:
+        """Why the Host or Origin is refused (403), or None."""
         why = self.policy(scope).check(headers.get("host"), headers.get("origin"))
-        if why is None:
-            return True
-        await respond.error(send, 403, None, McpError(errors.INVALID_REQUEST, why))
-        return False
+        return None if why is None else McpError(errors.INVALID_REQUEST, why)
 
 
-async def media(headers: Mapping[str, str], send: Send) -> tuple[bool, bool] | None:
-    """(JSON accepted, SSE accepted) for a POST, or None after its 415/406."""
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    status: int
+    error: McpError
+
+
+def media(headers: Mapping[str, str]) -> tuple[bool, bool] | Refusal:
+    """For a POST: (JSON accepted, SSE accepted), or the refusal (415, 406)."""
     ctype = headers.get("content-type")
     if ctype is not None and ctype.split(";", 1)[0].strip().lower() != "application/json":
-        await respond.error(send, 415, None, McpError(errors.INVALID_REQUEST, "Content-Type must be application/json"))
-        return None
+        return Refusal(415, McpError(errors.INVALID_REQUEST, "Content-Type must be application/json"))
     can = accepted_media(headers.get("accept", "*/*"))
     if not (can[0] or can[1]):
-        await respond.error(send, 406, None, McpError(
-            errors.INVALID_REQUEST, "Accept must list application/json and text/event-stream"))
-        return None
+        return Refusal(406, McpError(errors.INVALID_REQUEST, "Accept must list application/json and text/event-stream"))
     return can
 
 
