@@ -36,14 +36,13 @@ from ...protocol.security import OriginPolicy
 from ..heap import settle_heap
 from . import guards, respond
 from .card import CardRoute, CardSource
-from .modern import COALESCE_AT, MAX_PENDING, Modern
+from .modern import Modern
 from .routing import CHANNEL_PARAM, SSE_SUFFIX, Router
 
 if TYPE_CHECKING:
     from .legacy import LegacyLeg
 
-__all__ = ["CHANNEL_PARAM", "COALESCE_AT", "DEFAULT_MAX_BODY", "INSTANCE_ENV", "MAX_PENDING", "SSE_SUFFIX",
-           "HttpTransport"]
+__all__ = ["CHANNEL_PARAM", "DEFAULT_MAX_BODY", "INSTANCE_ENV", "SSE_SUFFIX", "HttpTransport"]
 
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 INSTANCE_ENV = "MCP_STATELESS_INSTANCE"

@@ -15,6 +15,7 @@ from ...protocol.encoding import encode_message
 from ...protocol.endpoint import Call, Endpoint, KeepAlive, ListenEnd, ListenItem, Reply
 from ...protocol.envelope import Request
 from ...protocol.errors import McpError
+from ...protocol.outbox import BoundedOutbox
 from ...protocol.principal import Principal
 from . import respond
 
@@ -41,58 +42,6 @@ class _Wakeup:
             await self._future
         finally:
             self._future = None
-
-
-# Notifications of one request waiting for a client that reads slower than the handler emits them:
-# from COALESCE_AT on, a new progress replaces the latest waiting one; beyond MAX_PENDING, logs are dropped.
-COALESCE_AT = 32
-MAX_PENDING = 256
-_PROGRESS = "notifications/progress"
-
-
-class _Outbox:
-    """Collects request-scoped notifications and wakes the response writer. Bounded: once `COALESCE_AT`
-    notifications wait (the writer is blocked on a slow client), a new progress notification replaces
-    the latest one still waiting (only the latest progress matters; the values on the wire still
-    increase), and beyond `MAX_PENDING` further log messages are dropped and counted; the client is told
-    how many in one warning once it catches up. A client that keeps up sees every notification."""
-
-    __slots__ = ("dropped", "enabled", "pending", "progress_at", "wake")
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self.pending: list[dict[str, Any]] = []
-        self.progress_at = -1  # index in `pending` of the latest progress notification not yet written
-        self.dropped = 0
-        self.wake: _Wakeup | None = None
-
-    def emit(self, message: dict[str, Any]) -> None:
-        if not self.enabled:
-            return
-        pending = self.pending
-        if message.get("method") == _PROGRESS:
-            if self.progress_at >= 0 and len(pending) >= COALESCE_AT:
-                pending[self.progress_at] = message
-                return
-            self.progress_at = len(pending)
-        elif len(pending) >= MAX_PENDING:
-            self.dropped += 1
-            return
-        pending.append(message)
-        if self.wake is not None:
-            self.wake.set()
-
-    def take(self) -> list[dict[str, Any]]:
-        """Everything waiting, in order (plus the notice of dropped logs), and start afresh."""
-        out = self.pending
-        self.pending = []
-        self.progress_at = -1
-        if self.dropped:
-            out.append({"jsonrpc": "2.0", "method": "notifications/message", "params": {
-                "level": "warning", "logger": "mcp_stateless",
-                "data": f"{self.dropped} log messages dropped: the client read slower than they were sent"}})
-            self.dropped = 0
-        return out
 
 
 class _DisconnectWatch:
@@ -142,14 +91,15 @@ class Modern:
 
     async def request(self, req: Request, principal: Principal, headers: dict[str, str], can_json: bool,
                        can_sse: bool, receive: Receive, send: Send) -> None:
-        outbox = _Outbox(enabled=can_sse)
+        outbox = BoundedOutbox(enabled=can_sse)  # the one bound and drop policy (protocol/outbox.py)
         call = Call(principal, "http", outbox, headers)
         if req.progress_token is None and req.log_level is None:
             await self._inline(req, call, outbox, can_json, receive, send)
             return
         loop = asyncio.get_running_loop()
         task = loop.create_task(self.endpoint.handle(req, call))
-        wake = outbox.wake = _Wakeup(loop)
+        wake = _Wakeup(loop)
+        outbox.wake = wake.set
         task.add_done_callback(lambda _t: wake.set())
         watch = _DisconnectWatch(loop, task, receive, wake.set)
         streaming = not can_json
@@ -185,7 +135,7 @@ class Modern:
             watch.close()
 
     async def _inline(
-        self, req: Request, call: Call, outbox: _Outbox, can_json: bool, receive: Receive, send: Send
+        self, req: Request, call: Call, outbox: BoundedOutbox, can_json: bool, receive: Receive, send: Send
     ) -> None:
         """perf: a request without a progressToken or logLevel gets no notification while it runs, so
         its handler is awaited right in this task (no handler task, fewer loop turns). A disconnect
