@@ -23,10 +23,11 @@ from typing import Any
 
 import orjson
 
-from ..protocol import card, envelope, errors, sse
-from ..protocol.asgi import AsgiApp, Message, Middleware, Receive, Scope, Send
-from ..protocol.encoding import encode_message
-from ..protocol.endpoint import (
+from ...protocol import envelope, errors, sse
+from ...protocol.asgi import AsgiApp, Message, Middleware, Receive, Scope, Send
+from ...protocol.card import SUFFIX as CARD_SUFFIX
+from ...protocol.encoding import encode_message
+from ...protocol.endpoint import (
     Call,
     Endpoint,
     KeepAlive,
@@ -36,11 +37,11 @@ from ..protocol.endpoint import (
     ListenItem,
     authenticator_for,
 )
-from ..protocol.envelope import Notification, Rejection, Request
-from ..protocol.errors import McpError
-from ..protocol.headers import accepted_media, repeated_header
-from ..protocol.legacy import era_of, request_id, requested_version
-from ..protocol.principal import (
+from ...protocol.envelope import Notification, Rejection, Request
+from ...protocol.errors import McpError
+from ...protocol.headers import accepted_media, repeated_header
+from ...protocol.legacy import era_of, request_id, requested_version
+from ...protocol.principal import (
     ANONYMOUS,
     AnonymousAuthenticator,
     Authenticator,
@@ -49,10 +50,10 @@ from ..protocol.principal import (
     Principal,
     ResolverAuthenticator,
 )
-from ..protocol.retirement import Retirement
-from ..protocol.security import OriginPolicy
+from ...protocol.retirement import Retirement
+from ...protocol.security import OriginPolicy
+from ..heap import settle_heap
 from .card import CardRoute
-from .heap import settle_heap
 
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 INSTANCE_ENV = "MCP_STATELESS_INSTANCE"
@@ -366,13 +367,13 @@ class HttpTransport:
                 if path.rstrip("/") != base and not self._routed_here(scope, path):
                     # Off the endpoint's own path: only its sub-resources (looked at only here, off the hot path).
                     sub = path[len(base):].rstrip("/") if path.startswith(base + "/") else None
-                    if sub == card.SUFFIX and self._card is not None:
+                    if sub == CARD_SUFFIX and self._card is not None:
                         await self._card.serve(scope, send)
                         return
                     if not (sub == SSE_SUFFIX and self.legacy_sse and scope["method"] == "GET"):
                         await _plain(send, 404, b"Not Found")
                         return
-        if self.path is None and self._card is not None and scope.get("path", "").endswith(card.SUFFIX):
+        if self.path is None and self._card is not None and scope.get("path", "").endswith(CARD_SUFFIX):
             await self._card.serve(scope, send)
             return
         raw = scope["headers"]
@@ -466,7 +467,7 @@ class HttpTransport:
     async def _legacy(self, method: str, message: Any, headers: dict[str, str], receive: Receive, send: Send,
                       who: Principal | None = None, can_sse: bool | None = None) -> None:
         """Hand a 2025-era exchange to the legacy branch (GET/DELETE are authenticated here)."""
-        from . import legacy_http
+        from . import legacy_write as legacy_http
 
         assert self.legacy is not None
         if who is None:
@@ -504,7 +505,7 @@ class HttpTransport:
 
     async def _legacy_sse_open(self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send) -> None:
         """GET without a session: a 2024-11-05 HTTP+SSE stream, whose first event names where to POST."""
-        from . import legacy_http
+        from . import legacy_write as legacy_http
 
         assert self.legacy is not None
         if not _accepts_sse(headers):
@@ -525,7 +526,7 @@ class HttpTransport:
 
     async def _legacy_sse_post(self, channel: str, message: Any, headers: dict[str, str], who: Principal,
                                receive: Receive, send: Send) -> None:
-        from . import legacy_http
+        from . import legacy_write as legacy_http
 
         assert self.legacy is not None
         if await self._retired(message, headers, send):
