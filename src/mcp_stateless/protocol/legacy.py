@@ -21,6 +21,7 @@ from .envelope import Rejection, RequestId, reject
 from .errors import McpError
 from .jsonrpc import as_request_id
 from .meta import META_PROTOCOL_VERSION
+from .versions import is_modern
 
 Era = Literal["modern", "legacy"]
 
@@ -49,11 +50,20 @@ def is_response(message: Any) -> bool:
     return isinstance(message, dict) and jsonrpc.is_response(message)
 
 
+def declares_modern(headers: Mapping[str, str]) -> bool:
+    """`MCP-Protocol-Version` names a modern revision: the request is modern whatever else it carries
+    (a stray `Mcp-Session-Id` included)."""
+    version = headers.get(VERSION_HEADER)
+    return version is not None and is_modern(version)
+
+
 def era_of(http_method: str, message: Any, headers: Mapping[str, str] | None) -> Era:
     """The era of one HTTP exchange (`message` is None for GET/DELETE). `headers` None: stdio."""
     session = headers is not None and SESSION_HEADER in headers
     if http_method != "POST":
-        return "legacy" if session and http_method in ("GET", "DELETE") else "modern"
+        # A 2025 session's GET/DELETE; one that names a modern version is modern (POST only: 405).
+        return ("legacy" if headers is not None and session and http_method in ("GET", "DELETE")
+                and not declares_modern(headers) else "modern")
     if not isinstance(message, dict):
         return "modern"  # batches and junk get the modern ladder's errors
     if _has_modern_envelope(message):
