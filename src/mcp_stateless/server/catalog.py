@@ -133,6 +133,14 @@ class Catalog:
         self.extra_methods.update(methods)
 
 
+# What the app must declare to answer each of its own methods (the method table's capability): "any"
+# for subscriptions/listen, which streams changes of whatever is declared; "" for server/discover.
+_NEEDS: dict[str, str] = {
+    name: methods.CLIENT[name].capability or ("any" if name == "subscriptions/listen" else "")
+    for name in methods.APP_METHODS
+}
+
+
 class _Methods:
     """The methods the app answers right now: a `Container` for the envelope ladder. Which ones exist
     and the capability each needs are the method table's (protocol/methods.py); whether the capability
@@ -144,18 +152,19 @@ class _Methods:
         self._catalog = catalog
 
     def __contains__(self, method: object) -> bool:
+        # perf: one dict lookup decides which declaration answers (this runs for every request)
+        need = _NEEDS.get(method)  # type: ignore[call-overload]  # any object may be asked; a str is
         c = self._catalog
-        if method not in methods.APP_METHODS:
+        if need is None:
             return method in c.extra_methods
-        capability = methods.CLIENT[method].capability
-        if capability == "tools":
+        if need == "tools":
             return c.declares_tools
-        if capability == "prompts":
-            return c.declares_prompts
-        if capability == "resources":
+        if need == "resources":
             return c.declares_resources
-        if capability == "completions":
+        if need == "prompts":
+            return c.declares_prompts
+        if need == "completions":
             return bool(c.completions)
-        if method == "subscriptions/listen":  # it streams changes of whatever the app declares
+        if need == "any":
             return c.declares_tools or c.declares_prompts or c.declares_resources
         return True  # server/discover
