@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ...protocol import errors
+from ...protocol import errors, methods
 from ...protocol.endpoint import Call, Outbox, Reply
 from ...protocol.envelope import META_SERVER_INFO, Request
 from ...protocol.errors import McpError
@@ -25,11 +25,9 @@ from .sessions import Session, SessionState
 if TYPE_CHECKING:
     from ..app import App
 
-# The App methods a legacy session reaches (discovery, listen and extension methods are modern only).
-BRIDGED_METHODS = frozenset({
-    "tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list", "resources/templates/list",
-    "resources/read", "completion/complete",
-})
+# The App methods a legacy session reaches (discovery, listen and extension methods are modern only):
+# the method table's `bridged` (protocol/methods.py).
+BRIDGED_METHODS = methods.BRIDGED_METHODS
 MAX_ROUNDS = 16  # a handler asking more often than this is looping
 _MODERN_ONLY_FIELDS = ("resultType", "ttlMs", "cacheScope")
 # A 2025 session that never sent `logging/setLevel` gets every level, as the official SDKs' servers send it

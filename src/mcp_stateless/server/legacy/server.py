@@ -16,9 +16,8 @@ import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from ...protocol import errors
+from ...protocol import errors, methods
+from ...protocol.encoding import decode_exact, encode_record
 from ...protocol.endpoint import (
     KEEPALIVE,
     LegacyAnswer,
@@ -31,6 +30,7 @@ from ...protocol.endpoint import (
 )
 from ...protocol.envelope import LOG_LEVEL_RANK, LOG_LEVELS, Rejection
 from ...protocol.errors import InsufficientScope, McpError, error_response
+from ...protocol.jsonrpc import as_request_id
 from ...protocol.legacy import (
     SERVED_VERSIONS,
     SESSION_HEADER,
@@ -62,11 +62,7 @@ if TYPE_CHECKING:
 log_ = logging.getLogger("mcp_stateless.legacy")
 RETRY_MS = 1000  # how long a client waits before reconnecting a dropped stream (SSE `retry`)
 
-_LIST_CHANGED = {
-    "tools": "notifications/tools/list_changed",
-    "prompts": "notifications/prompts/list_changed",
-    "resources": "notifications/resources/list_changed",
-}
+_LIST_CHANGED = methods.LIST_CHANGED  # change kind -> its notification (protocol/methods.py)
 MAX_SESSION_ID = 4096  # characters
 CANCEL_TOPIC = "legacy-cancel"  # `notifications/cancelled` of any instance, read by the one running the call
 
@@ -388,9 +384,10 @@ class LegacyServer:
     # ------------------------------------------------------------------ cancellation, on any instance
     async def _cancel(self, session: Session, request_id: Any) -> None:
         """`notifications/cancelled` may reach any instance: it is published to all of them."""
-        if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+        rid = as_request_id(request_id)  # the one id rule: `true` or 1.0 cancel nothing
+        if rid is None:
             return
-        await self._state().bus.publish(CANCEL_TOPIC, orjson.dumps([session.key, request_id]))
+        await self._state().bus.publish(CANCEL_TOPIC, encode_record([session.key, rid]))
 
     async def _watch_cancellations(self) -> None:
         """Start (once per process) the reader that cancels this instance's calls named on the bus."""
@@ -406,8 +403,8 @@ class LegacyServer:
                     if payload is None:
                         continue
                     try:
-                        key, rid = orjson.loads(payload)
-                    except (orjson.JSONDecodeError, TypeError, ValueError):
+                        key, rid = decode_exact(payload)  # a 2**64 id stays exact
+                    except (TypeError, ValueError):
                         continue
                     call = self._calls.pop((key, rid), None)
                     if call is not None:
