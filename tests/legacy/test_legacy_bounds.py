@@ -3,6 +3,8 @@ other clients served as before."""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import socket
 import threading
 import time
@@ -190,7 +192,7 @@ def test_an_http_sse_stream_nobody_reads_is_closed_at_its_byte_bound(served: Cal
 
 def test_open_sessions_are_bounded_per_authenticated_principal(served: Callable[..., Any]) -> None:
     app = _principal_app(threading.Event())
-    s = served(app, legacy=LegacyServer(app, max_sessions_per_principal=3, session_ttl_s=2.0))
+    s = served(app, legacy=LegacyServer(app, max_sessions_per_principal=3))
 
     def init(user: str | None) -> httpx.Response:
         extra = {} if user is None else {"x-user": user}
@@ -212,5 +214,31 @@ def test_open_sessions_are_bounded_per_authenticated_principal(served: Callable[
     assert httpx.delete(s.url, headers=first).status_code == 200
     assert init("bob").status_code == 200  # a DELETE frees its place
     assert init("bob").status_code == 429
-    time.sleep(2.3)  # and so does expiry
-    assert init("bob").status_code == 200
+
+
+def test_an_expired_session_frees_its_principals_place() -> None:
+    from mcp_stateless.protocol.mrtr import KeyRing
+    from mcp_stateless.server.legacy.sessions import Sessions
+    from mcp_stateless.state.memory import open_bundle
+
+    async def run() -> list[bool]:
+        bundle = open_bundle()
+        sessions = Sessions(KeyRing.generate(), bundle.records, ttl_s=3600)
+        got = []
+        try:
+            _, old = sessions.issue("bob", V, {}, None)
+            got.append(await sessions.admit(dataclasses.replace(old, expires_at=time.time() + 0.2), 2))
+            _, live = sessions.issue("bob", V, {}, None)
+            got.append(await sessions.admit(live, 2))
+            _, third = sessions.issue("bob", V, {}, None)
+            got.append(await sessions.admit(third, 2))  # two open: refused
+            await asyncio.sleep(0.3)
+            got.append(await sessions.admit(third, 2))  # the first expired: its place is free
+            await sessions.forget(live)
+            _, fourth = sessions.issue("bob", V, {}, None)
+            got.append(await sessions.admit(fourth, 2))  # and so is a forgotten (DELETEd) one's
+        finally:
+            await bundle.aclose()
+        return got
+
+    assert asyncio.run(run()) == [True, True, False, True, True]
