@@ -9,12 +9,17 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
+
+# The package's console script beside the interpreter running the tests, never a hard-coded .venv/bin, so the
+# suite runs against a venv kept anywhere (a tox env, a CI cache).
+CLI = str(Path(sys.executable).with_name("mcp-stateless"))
 
 
 def free_port() -> int:

@@ -23,11 +23,10 @@ from typing import Any
 import httpx
 import pytest
 
-from services import free_port, wait_port
+from services import CLI, free_port, wait_port
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")
 APP = "tests/legacy/legacy_app.py:app"
 KEYS = "k1:bGVnYWN5LWNsdXN0ZXItc2hhcmVkLWtleS0zMi1ieXRlcyE="
 V = "2025-11-25"

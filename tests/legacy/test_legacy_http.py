@@ -18,10 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
-from services import http_server
+from services import CLI, http_server
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")
 APP = "tests/legacy/legacy_app.py:app"
 KEYS = "k1:bGVnYWN5LXRlc3RzLXNoYXJlZC1rZXktMzItYnl0ZXMh"
 V = "2025-11-25"

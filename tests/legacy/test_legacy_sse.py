@@ -21,11 +21,10 @@ import pytest
 from test_legacy_http import msg, serve
 from test_legacy_sdk_clients import run_ts
 
-from services import http_server
+from services import CLI, http_server
 from sse_stream import SseStream, sse
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")
 APP = "tests/legacy/legacy_app.py:app"
 @pytest.fixture(scope="module", params=["sqlite", "redis"])
 def pair(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
