@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import pytest
 
 from mcp_stateless import App
 from mcp_stateless.server.legacy import LegacyServer
@@ -109,6 +110,7 @@ def _start_and_drop(url: str, headers: dict[str, str], id_: int) -> None:
         assert r.status_code == 200 and r.headers["content-type"] == "text/event-stream"
 
 
+@pytest.mark.slow  # a few seconds: many requests through a real server
 def test_calls_in_flight_are_bounded_per_session_and_per_principal(served: Callable[..., Any]) -> None:
     gate = threading.Event()
     app = _principal_app(gate)
@@ -154,6 +156,7 @@ def _big_app() -> App:
     return app
 
 
+@pytest.mark.slow  # a few seconds: many requests through a real server
 def test_an_http_sse_stream_nobody_reads_is_closed_at_its_byte_bound(served: Callable[..., Any]) -> None:
     """A 2024-11-05 client that opens its stream and never reads it: what waits for it is bounded in bytes
     (it was 4,096 messages of any size); beyond the bound the stream, its channel and session end."""
@@ -190,6 +193,7 @@ def test_an_http_sse_stream_nobody_reads_is_closed_at_its_byte_bound(served: Cal
                                  "clientInfo": {"name": "t", "version": "0"}}}).status_code == 200
 
 
+@pytest.mark.slow  # a few seconds: many requests through a real server
 def test_open_sessions_are_bounded_per_authenticated_principal(served: Callable[..., Any]) -> None:
     app = _principal_app(threading.Event())
     s = served(app, legacy=LegacyServer(app, max_sessions_per_principal=3))
