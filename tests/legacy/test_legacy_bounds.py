@@ -246,3 +246,22 @@ def test_an_expired_session_frees_its_principals_place() -> None:
         return got
 
     assert asyncio.run(run()) == [True, True, False, True, True]
+
+
+def test_a_reading_http_sse_client_gets_a_response_larger_than_the_bound(served: Callable[..., Any]) -> None:
+    """The bound is on what *waits*: one message of any size goes out to a client that reads."""
+    from sse_stream import sse
+
+    app = _big_app()
+    s = served(app, legacy=LegacyServer(app, max_stream_bytes=64 * 1024), legacy_sse=True)
+    with sse(s.url) as stream:
+        post = stream.post_url()
+        assert httpx.post(post, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2024-11-05", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"}}}).status_code == 202
+        stream.message(lambda m: m.get("id") == 0)
+        for i in (1, 2):
+            assert httpx.post(post, json={"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                                          "params": {"name": "big", "arguments": {}}}).status_code == 202
+            got = stream.message(lambda m, i=i: m.get("id") == i)
+            assert len(got["result"]["content"][0]["text"]) == 256 * 1024
