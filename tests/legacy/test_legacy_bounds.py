@@ -3,6 +3,8 @@ other clients served as before."""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import socket
 import threading
 import time
@@ -10,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import pytest
 
 from mcp_stateless import App
 from mcp_stateless.server.legacy import LegacyServer
@@ -107,6 +110,7 @@ def _start_and_drop(url: str, headers: dict[str, str], id_: int) -> None:
         assert r.status_code == 200 and r.headers["content-type"] == "text/event-stream"
 
 
+@pytest.mark.slow  # a few seconds: many requests through a real server
 def test_calls_in_flight_are_bounded_per_session_and_per_principal(served: Callable[..., Any]) -> None:
     gate = threading.Event()
     app = _principal_app(gate)
@@ -152,6 +156,7 @@ def _big_app() -> App:
     return app
 
 
+@pytest.mark.slow  # a few seconds: many requests through a real server
 def test_an_http_sse_stream_nobody_reads_is_closed_at_its_byte_bound(served: Callable[..., Any]) -> None:
     """A 2024-11-05 client that opens its stream and never reads it: what waits for it is bounded in bytes
     (it was 4,096 messages of any size); beyond the bound the stream, its channel and session end."""
@@ -188,9 +193,10 @@ def test_an_http_sse_stream_nobody_reads_is_closed_at_its_byte_bound(served: Cal
                                  "clientInfo": {"name": "t", "version": "0"}}}).status_code == 200
 
 
+@pytest.mark.slow  # a few seconds: many requests through a real server
 def test_open_sessions_are_bounded_per_authenticated_principal(served: Callable[..., Any]) -> None:
     app = _principal_app(threading.Event())
-    s = served(app, legacy=LegacyServer(app, max_sessions_per_principal=3, session_ttl_s=2.0))
+    s = served(app, legacy=LegacyServer(app, max_sessions_per_principal=3))
 
     def init(user: str | None) -> httpx.Response:
         extra = {} if user is None else {"x-user": user}
@@ -212,5 +218,50 @@ def test_open_sessions_are_bounded_per_authenticated_principal(served: Callable[
     assert httpx.delete(s.url, headers=first).status_code == 200
     assert init("bob").status_code == 200  # a DELETE frees its place
     assert init("bob").status_code == 429
-    time.sleep(2.3)  # and so does expiry
-    assert init("bob").status_code == 200
+
+
+def test_an_expired_session_frees_its_principals_place() -> None:
+    from mcp_stateless.protocol.mrtr import KeyRing
+    from mcp_stateless.server.legacy.sessions import Sessions
+    from mcp_stateless.state.memory import open_bundle
+
+    async def run() -> list[bool]:
+        bundle = open_bundle()
+        sessions = Sessions(KeyRing.generate(), bundle.records, ttl_s=3600)
+        got = []
+        try:
+            _, old = sessions.issue("bob", V, {}, None)
+            got.append(await sessions.admit(dataclasses.replace(old, expires_at=time.time() + 0.2), 2))
+            _, live = sessions.issue("bob", V, {}, None)
+            got.append(await sessions.admit(live, 2))
+            _, third = sessions.issue("bob", V, {}, None)
+            got.append(await sessions.admit(third, 2))  # two open: refused
+            await asyncio.sleep(0.3)
+            got.append(await sessions.admit(third, 2))  # the first expired: its place is free
+            await sessions.forget(live)
+            _, fourth = sessions.issue("bob", V, {}, None)
+            got.append(await sessions.admit(fourth, 2))  # and so is a forgotten (DELETEd) one's
+        finally:
+            await bundle.aclose()
+        return got
+
+    assert asyncio.run(run()) == [True, True, False, True, True]
+
+
+def test_a_reading_http_sse_client_gets_a_response_larger_than_the_bound(served: Callable[..., Any]) -> None:
+    """The bound is on what *waits*: one message of any size goes out to a client that reads."""
+    from sse_stream import sse
+
+    app = _big_app()
+    s = served(app, legacy=LegacyServer(app, max_stream_bytes=64 * 1024), legacy_sse=True)
+    with sse(s.url) as stream:
+        post = stream.post_url()
+        assert httpx.post(post, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2024-11-05", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"}}}).status_code == 202
+        stream.message(lambda m: m.get("id") == 0)
+        for i in (1, 2):
+            assert httpx.post(post, json={"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                                          "params": {"name": "big", "arguments": {}}}).status_code == 202
+            got = stream.message(lambda m, i=i: m.get("id") == i)
+            assert len(got["result"]["content"][0]["text"]) == 256 * 1024

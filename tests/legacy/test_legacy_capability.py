@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from helpers import headers_for
-from mcp_stateless import App, Context
+from mcp_stateless import App, Context, TaskRuntime
 from mcp_stateless.server.legacy import LegacyServer
 
 V = "2025-11-25"
@@ -76,3 +76,19 @@ def test_a_2026_client_still_gets_minus_32021(served: Callable[..., Any]) -> Non
                "params": {"name": "ask_name", "arguments": {}, "_meta": meta}}
     r = httpx.post(s.url, headers=headers_for(message), json=message)
     assert r.json()["error"]["code"] == -32021
+
+
+def test_a_task_only_tool_is_a_tool_error_for_a_2025_client(served: Callable[..., Any]) -> None:
+    app = App("task-only", tasks=TaskRuntime())
+
+    @app.tool(task="required")
+    def job() -> str:
+        return "done"
+
+    s = served(app, legacy=LegacyServer(app))
+    session = _open(s.url, {})
+    r = httpx.post(s.url, headers=session, json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                                 "params": {"name": "job", "arguments": {}}})
+    assert r.status_code == 200
+    result = r.json()["result"]
+    assert result["isError"] is True and "io.modelcontextprotocol/tasks" in result["content"][0]["text"]

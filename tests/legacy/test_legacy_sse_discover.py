@@ -17,7 +17,7 @@ import pytest
 
 from mcp_stateless import App
 from mcp_stateless.server.legacy import LegacyServer
-from services import http_server, need
+from services import CLI, http_server, need
 from sse_stream import sse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,7 +65,6 @@ def test_a_discover_probe_before_initialize_is_answered_on_the_stream(served: Ca
             {"type": "text", "text": "Hello, Ann!"}]
 
 
-CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")
 APP = "tests/legacy/legacy_app.py:app"
 MCP_PY = ROOT / ".cache" / "venv-mcp-2.3.0" / "bin" / "python"
 PY_SCRIPT = Path(__file__).parent / "py" / "mcp_legacy_client.py"
