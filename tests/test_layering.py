@@ -8,7 +8,9 @@ import is still a dependency a reader and mypy must follow). Layers are the subp
     conformance   the wire schema and its validator: protocol
     state         records and topics per engine: protocol
     tasks         the Tasks extension: protocol, state
-    server        the App framework: protocol, state, tasks
+    server        the App framework: protocol, state, tasks, transports and observability (its one HTTP
+                  assembly, server/compose.py)
+    observability metrics and traces as middleware at the endpoint seam: protocol, state, tasks
     transports    HTTP and stdio, over the endpoint seam: protocol
     client        the client: protocol
     auth          the OAuth resource server (bearer tokens, protected resource metadata): protocol
@@ -35,12 +37,12 @@ ALLOWED: dict[str, frozenset[str]] = {
     "conformance": frozenset({"protocol"}),
     "state": frozenset({"protocol"}),
     "tasks": frozenset({"protocol", "state"}),
-    "server": frozenset({"protocol", "state", "tasks", "transports"}),
+    "server": frozenset({"protocol", "state", "tasks", "transports", "observability"}),
     "transports": frozenset({"protocol"}),
     "client": frozenset({"protocol"}),
     "auth": frozenset({"protocol"}),
     "audit": frozenset({"protocol", "client", "conformance"}),
-    "observability": frozenset({"protocol", "state", "tasks", "server"}),
+    "observability": frozenset({"protocol", "state", "tasks"}),
     "inventory": frozenset(),
     "cli": frozenset({"protocol", "conformance", "state", "tasks", "server", "transports", "client", "auth",
                       "audit", "observability", "inventory"}),

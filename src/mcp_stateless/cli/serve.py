@@ -32,11 +32,10 @@ from .config import (
 from .loader import load_app
 
 if TYPE_CHECKING:
-    from ..observability import MetricsRoute
     from ..observability.metrics import PrometheusMetrics
+    from ..protocol.endpoint import LegacyEndpoint
     from ..protocol.retirement import Retirement
     from ..server.app import App
-    from ..server.legacy import LegacyServer
     from ..transports.http import HttpTransport
 
 log = logging.getLogger("mcp_stateless")
@@ -265,7 +264,9 @@ def serve(config: ServeConfig) -> int:
 
         out_fd = protect_stdout()  # before the app is imported: its prints must not reach the stream
         app = open_app(config)
-        legacy = _legacy(config, app)
+        from ..server.compose import legacy_branch
+
+        legacy = legacy_branch(app, config.legacy)
         _observe(config, app, legacy)
         return serve_stdio(app, out_fd, legacy=legacy, tool_threads=config.tool_threads,
                            max_inflight=config.max_inflight, legacy_until=_retirement(config))
@@ -283,29 +284,26 @@ def serve(config: ServeConfig) -> int:
     return serve_http.run(WORKER_FACTORY, host=config.host, port=config.port, workers=config.workers, **edge)
 
 
-def worker_transport() -> HttpTransport | MetricsRoute:
+def worker_transport() -> HttpTransport:
     """The uvicorn factory each worker process calls: the parent's config, the same app."""
     config = ServeConfig.from_env()
     logs.configure(config.log_level, config.log_format)
     return _transport(config, open_app(config))
 
 
-def _transport(config: ServeConfig, app: App) -> HttpTransport | MetricsRoute:
-    from ..transports.health import health_routes
-    from ..transports.serve_http import http_transport
+def _transport(config: ServeConfig, app: App) -> HttpTransport:
+    """The same assembly `App.asgi()` makes (`server.compose`), from the config; its listen streams end
+    gracefully on shutdown."""
+    from ..server.compose import http_transport, legacy_branch
+    from ..transports.serve_http import drained
 
-    legacy = _legacy(config, app)
+    legacy = legacy_branch(app, config.legacy)
     metrics = _observe(config, app, legacy)
-    routes = {**health_routes(app.readiness), **app.http_routes}  # the app's own routes may replace ours
-    transport = http_transport(app, path=config.path, origin_policy=config.origin_policy(),
-                               max_body=config.max_body, instance=config.instance_name, legacy=legacy,
-                               legacy_sse=config.legacy_sse, legacy_until=_retirement(config),
-                               public_url=config.resource_url, routes=routes, middleware=app.http_middleware)
-    if metrics is not None and config.metrics == "":
-        from ..observability import MetricsRoute
-
-        return MetricsRoute(transport, metrics, origin_policy=config.origin_policy())
-    return transport
+    on_port = metrics if metrics is not None and config.metrics == "" else False  # else: its own listener
+    return drained(http_transport(
+        app, path=config.path, legacy=legacy, legacy_sse=config.legacy_sse, legacy_until=_retirement(config),
+        metrics=on_port, origin_policy=config.origin_policy(), max_body=config.max_body,
+        instance=config.instance_name, public_url=config.resource_url))
 
 
 def _retirement(config: ServeConfig) -> Retirement | None:
@@ -314,7 +312,7 @@ def _retirement(config: ServeConfig) -> Retirement | None:
     return None if config.legacy_until is None else retirement.parse(config.legacy_until)
 
 
-def _observe(config: ServeConfig, app: App, legacy: LegacyServer | None) -> PrometheusMetrics | None:
+def _observe(config: ServeConfig, app: App, legacy: LegacyEndpoint | None) -> PrometheusMetrics | None:
     """Tracing whenever opentelemetry-api is installed (exported as the OTEL_* variables say), and the
     metrics `--metrics` asks for (on their own listener when it names an address)."""
     from ..observability import instrument, otel_installed
@@ -328,7 +326,7 @@ def _observe(config: ServeConfig, app: App, legacy: LegacyServer | None) -> Prom
             raise CliError(str(e)) from None
     try:
         metrics = instrument(app, metrics=config.metrics is not None,
-                             legacy_counters=legacy.counters if legacy is not None else None)
+                             legacy_counters=getattr(legacy, "counters", None))
     except RuntimeError as e:
         raise CliError(str(e)) from None
     if metrics is not None and config.metrics:
@@ -341,15 +339,6 @@ def _observe(config: ServeConfig, app: App, legacy: LegacyServer | None) -> Prom
             raise CliError(f"--metrics: cannot listen on {host}:{port}: {e.strerror}") from None
         log.info("metrics: http://%s:%d/metrics", host, port)
     return metrics
-
-
-def _legacy(config: ServeConfig, app: App) -> LegacyServer | None:
-    """The 2025-era branch `--legacy serve` adds (imported only then: a modern-only server never loads it)."""
-    if config.legacy != "serve":
-        return None
-    from ..server.legacy import LegacyServer
-
-    return LegacyServer(app)
 
 
 def open_app(config: ServeConfig) -> App:

@@ -13,17 +13,32 @@ Neither extra is imported unless asked for.
 from __future__ import annotations
 
 import importlib.util
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from .route import MetricsRoute
+from ..protocol.endpoint import RequestMiddleware
+from .route import MetricsRoute, metrics_endpoint
 from .semconv import Known, TargetKind
 
 if TYPE_CHECKING:
-    from ..server.app import App
     from .metrics import PrometheusMetrics
     from .tracing import Tracing
 
-__all__ = ["Known", "MetricsRoute", "PrometheusMetrics", "Tracing", "instrument", "known_names", "otel_installed"]
+
+class Observed(Protocol):
+    """What `instrument` needs of an app (`App` is one): its registrations (the bound on label values),
+    its task runtime, and a place for request middleware. Structural, so the server layer may call
+    `instrument` (its one HTTP assembly does) without this package importing it."""
+
+    @property
+    def catalog(self) -> Any: ...
+
+    @property
+    def tasks(self) -> Any: ...
+
+    def add_request_middleware(self, middleware: RequestMiddleware) -> None: ...
+
+__all__ = ["Known", "MetricsRoute", "Observed", "PrometheusMetrics", "Tracing", "instrument", "known_names",
+           "metrics_endpoint", "otel_installed"]
 
 
 def __getattr__(name: str) -> Any:
@@ -46,7 +61,7 @@ def otel_installed() -> bool:
         return False
 
 
-def known_names(app: App) -> Known:
+def known_names(app: Observed) -> Known:
     """Tool and prompt names that may be label values: the ones `app` has registered right now."""
     catalog = app.catalog
 
@@ -56,7 +71,7 @@ def known_names(app: App) -> Known:
     return known
 
 
-def instrument(app: App, *, metrics: bool = False, tracing: bool | None = None,
+def instrument(app: Observed, *, metrics: bool = False, tracing: bool | None = None,
                legacy_counters: Any = None) -> PrometheusMetrics | None:
     """Add `Tracing` (when `tracing`, or when None and opentelemetry-api is installed) and, when
     `metrics`, a `PrometheusMetrics` (returned, for `MetricsRoute`) to `app`. Tracing goes outermost, so

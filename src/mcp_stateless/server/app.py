@@ -421,12 +421,14 @@ class App:
         self.http_middleware.append(middleware)
 
     def asgi(self, *, path: str | None = "/mcp", **options: Any) -> HttpTransport:
-        """This app as an ASGI application, with its routes and middleware: for uvicorn, or to mount in
-        FastAPI/Starlette (`api.mount("/mcp", app.asgi())`: the mount point is the endpoint; see
-        docs/serving.md). `options` are `HttpTransport`'s (origin_policy, max_body, ...)."""
-        from ..transports.http import HttpTransport
+        """This app as an ASGI application, assembled as `mcp-stateless serve --http` assembles it
+        (`server.compose.http_transport`): modern and 2025 clients, the Server Card, `/healthz` and
+        `/readyz`, its routes and middleware, and `/metrics` with `metrics=True`. For uvicorn, or to mount
+        in FastAPI/Starlette (`api.mount("/mcp", app.asgi())`: the mount point is the endpoint; see
+        docs/serving.md). `options` are `http_transport`'s (legacy="reject", origin_policy, max_body, ...)."""
+        from .compose import http_transport
 
-        return HttpTransport(self, path=path, routes=self.http_routes, middleware=self.http_middleware, **options)
+        return http_transport(self, path=path, **options)
 
     async def readiness(self) -> list[str]:
         """Why this process should not get traffic yet (empty: ready): not started, the state store

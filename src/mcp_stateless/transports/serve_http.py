@@ -1,7 +1,7 @@
 """Running HTTP transports under uvicorn: in this process, or in several worker processes on one socket.
 
 The fastest stack installed is used (httptools + uvloop when present). On shutdown every endpoint served
-through `http_transport` is closed first, so its open listen streams get their final result, and only then
+through `drained` is closed first, so its open listen streams get their final result, and only then
 does uvicorn drain connections.
 
 Worker processes cannot be handed objects: each builds its own transport by calling a zero-argument
@@ -21,19 +21,15 @@ import asyncio
 import importlib.util
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import uvicorn
 from uvicorn.supervisors import multiprocess
 
-from ..protocol.asgi import AsgiApp, Middleware
-from ..protocol.endpoint import Endpoint, LegacyEndpoint
-from ..protocol.principal import Authenticator
-from ..protocol.retirement import Retirement
-from ..protocol.security import OriginPolicy
-from .http import DEFAULT_MAX_BODY, HttpTransport
+from ..protocol.endpoint import Endpoint
+from .http import HttpTransport
 from .limits import LIMITS_ATTR, EdgeLimits
 
 log = logging.getLogger("mcp_stateless.http")
@@ -50,27 +46,11 @@ _FD_RESERVE = 64
 _endpoints: list[Endpoint] = []
 
 
-def http_transport(
-    endpoint: Endpoint,
-    *,
-    path: str | None = "/mcp",
-    origin_policy: OriginPolicy | None = None,
-    max_body: int = DEFAULT_MAX_BODY,
-    instance: str | None = None,
-    authenticator: Authenticator | None = None,
-    legacy: LegacyEndpoint | None = None,
-    legacy_sse: bool = False,
-    legacy_until: Retirement | None = None,
-    public_url: str | None = None,
-    routes: Mapping[str, AsgiApp] | None = None,
-    middleware: Sequence[Middleware] = (),
-) -> HttpTransport:
-    """An `HttpTransport` for `endpoint` whose listen streams `run` ends gracefully on shutdown
-    (`authenticator`: None applies the endpoint's own, as `HttpTransport` does)."""
-    _endpoints.append(endpoint)
-    return HttpTransport(endpoint, authenticator=authenticator, path=path, origin_policy=origin_policy,
-                         max_body=max_body, instance=instance, legacy=legacy, legacy_sse=legacy_sse,
-                         legacy_until=legacy_until, public_url=public_url, routes=routes, middleware=middleware)
+def drained(transport: HttpTransport) -> HttpTransport:
+    """`transport`, whose endpoint `run` drains on shutdown (its listen streams get their final result
+    before uvicorn closes connections)."""
+    _endpoints.append(transport.endpoint)
+    return transport
 
 
 class _Server(uvicorn.Server):

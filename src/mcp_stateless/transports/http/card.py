@@ -53,8 +53,14 @@ class CardRoute:
         if host is None:
             server = scope.get("server") or ("localhost", None)
             host = server[0] if server[1] is None else f"{server[0]}:{server[1]}"
-        path = scope.get("root_path", "") + (t.path if t.path is not None
-                                             else scope.get("path", "").removesuffix(card.SUFFIX))
+        root = scope.get("root_path", "")
+        asked = scope.get("path", "")
+        if root and asked.startswith(root):  # Starlette >= 0.35 keeps the full path beside root_path
+            asked = asked[len(root):]
+        if root and asked.rstrip("/") == card.SUFFIX:  # `<mount point>/server-card`: the mount is the endpoint
+            path = root
+        else:
+            path = root + (t.path if t.path is not None else asked.removesuffix(card.SUFFIX))
         return f"{scope.get('scheme', 'http')}://{host}{path}"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -63,8 +63,10 @@ class Router:
             if self.path is not None:
                 base = self.path.rstrip("/")
                 if path.rstrip("/") != base and not self._routed_here(scope, path):
-                    # Off the endpoint's own path: only its sub-resources (looked at only here, off the hot path).
-                    sub = path[len(base):].rstrip("/") if path.startswith(base + "/") else None
+                    # Off the endpoint's own path: only its sub-resources (looked at only here, off the hot path),
+                    # under its path or, mounted, under the mount point (which is the endpoint too).
+                    sub = (path[len(base):].rstrip("/") if path.startswith(base + "/")
+                           else path.rstrip("/") if root else None)
                     if sub == CARD_SUFFIX and self._card is not None:
                         return self._card
                     if not (sub == SSE_SUFFIX and self._sse and scope["method"] == "GET"):
