@@ -218,3 +218,22 @@ async def test_postgres_down_fails_clearly_and_a_restart_is_used_again() -> None
     finally:
         await b.aclose()
         server.remove()
+
+
+async def test_the_due_scan_skips_a_row_another_instance_is_claiming(postgres_server: PostgresServer) -> None:
+    import psycopg
+
+    url = postgres_server.isolated_url()
+    schema = url.split("schema=", 1)[1]
+    b = open_state(url)
+    try:
+        await b.records.create("tasks", "busy", b"", due=1.0)
+        await b.records.create("tasks", "free", b"", due=2.0)
+        assert await b.records.due_by("tasks", 10.0) == ["busy", "free"]
+        async with await psycopg.AsyncConnection.connect(postgres_server.url) as other, other.transaction():
+            # another instance's claim in flight: its row is locked until it commits
+            await other.execute(f"SELECT 1 FROM {schema}.records WHERE key = 'busy' FOR UPDATE")
+            assert await b.records.due_by("tasks", 10.0) == ["free"]  # skipped, not waited for
+        assert await b.records.due_by("tasks", 10.0) == ["busy", "free"]
+    finally:
+        await b.aclose()
