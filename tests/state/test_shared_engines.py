@@ -237,3 +237,38 @@ async def test_the_due_scan_skips_a_row_another_instance_is_claiming(postgres_se
         assert await b.records.due_by("tasks", 10.0) == ["busy", "free"]
     finally:
         await b.aclose()
+
+
+async def test_wait_without_a_replica_to_confirm_keeps_the_write_and_warns(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """?wait=1 when the key's master has no live replica: WAIT times out after wait_timeout, the write
+    stands (it is on the master), a warning names the shortfall and the engine's error counter grows."""
+    from mcp_stateless.state.base import STATE_ERRORS
+
+    cluster = RedisCluster(tmp_path).start()
+    b = open_state(cluster.url + "?wait=1&wait_timeout=300")
+    try:
+        assert await b.records.create("ns", "k", b"1")  # confirmed by the replica: no warning
+        assert "replicas within" not in caplog.text
+        owner = _owner(cluster, f"mcp-stateless:{{ns:{zlib.crc32(b'k') % 16}}}:k")
+        replica = next(n for n in cluster.nodes if n.proc is not None and n.port != owner
+                       and _redis_replica_of(n.port) == owner)
+        replica.kill(signal.SIGKILL)
+        before = STATE_ERRORS["redis-cluster-wait"]
+        started = time.monotonic()
+        assert await b.records.swap("ns", "k", 1, b"2")
+        assert 0.25 < time.monotonic() - started < 3  # waited wait_timeout for the replica, then went on
+        assert STATE_ERRORS["redis-cluster-wait"] == before + 1
+        assert "reached 0 of 1 replicas within 300 ms" in caplog.text
+        assert await b.records.get("ns", "k") == Versioned(b"2", 2)
+    finally:
+        await b.aclose()
+        cluster.stop()
+
+
+def _redis_replica_of(port: int) -> int | None:
+    """The master port a replica replicates from (None for a master)."""
+    out = subprocess.run(["redis-cli", "-p", str(port), "info", "replication"], capture_output=True, text=True,
+                         timeout=5).stdout
+    info = dict(line.strip().split(":", 1) for line in out.splitlines() if ":" in line)
+    return int(info["master_port"]) if info.get("role") == "slave" else None
