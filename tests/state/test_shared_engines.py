@@ -272,3 +272,38 @@ def _redis_replica_of(port: int) -> int | None:
                          timeout=5).stdout
     info = dict(line.strip().split(":", 1) for line in out.splitlines() if ":" in line)
     return int(info["master_port"]) if info.get("role") == "slave" else None
+
+
+async def test_per_session_topics_that_come_and_go_leave_nothing_behind(redis_cluster: RedisCluster) -> None:
+    """2025 sessions each have a topic: 200 of them opened and closed (some before the server confirmed
+    them) leave no subscription, readiness entry or per-master reader behind, and the bus still works."""
+    from mcp_stateless.state.rediscluster import RedisClusterBus
+
+    url = redis_cluster.isolated_url()
+    b = open_state(url)
+    bus = b.bus
+    assert isinstance(bus, RedisClusterBus)
+    try:
+        for i in range(200):
+            sub = bus.subscribe(f"session:{i}")
+            if i % 2:
+                await sub.ready()
+                sub.close()
+            else:  # a reader that gives up waiting: its session ended before the subscription was placed
+                waiting = asyncio.ensure_future(sub.ready())
+                await asyncio.sleep(0)
+                sub.close()
+                waiting.cancel()
+        deadline = time.monotonic() + 10
+        while bus._ready or bus._readers:
+            assert time.monotonic() < deadline, (len(bus._ready), list(bus._readers))
+            await asyncio.sleep(0.1)
+        live = bus.subscribe("changes")
+        await live.ready()
+        other = open_state(url)
+        await other.bus.publish("changes", b"still here")
+        assert await live.get(3.0) == b"still here"
+        live.close()
+        await other.aclose()
+    finally:
+        await b.aclose()
