@@ -218,3 +218,92 @@ async def test_postgres_down_fails_clearly_and_a_restart_is_used_again() -> None
     finally:
         await b.aclose()
         server.remove()
+
+
+async def test_the_due_scan_skips_a_row_another_instance_is_claiming(postgres_server: PostgresServer) -> None:
+    import psycopg
+
+    url = postgres_server.isolated_url()
+    schema = url.split("schema=", 1)[1]
+    b = open_state(url)
+    try:
+        await b.records.create("tasks", "busy", b"", due=1.0)
+        await b.records.create("tasks", "free", b"", due=2.0)
+        assert await b.records.due_by("tasks", 10.0) == ["busy", "free"]
+        async with await psycopg.AsyncConnection.connect(postgres_server.url) as other, other.transaction():
+            # another instance's claim in flight: its row is locked until it commits
+            await other.execute(f"SELECT 1 FROM {schema}.records WHERE key = 'busy' FOR UPDATE")
+            assert await b.records.due_by("tasks", 10.0) == ["free"]  # skipped, not waited for
+        assert await b.records.due_by("tasks", 10.0) == ["busy", "free"]
+    finally:
+        await b.aclose()
+
+
+async def test_wait_without_a_replica_to_confirm_keeps_the_write_and_warns(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """?wait=1 when the key's master has no live replica: WAIT times out after wait_timeout, the write
+    stands (it is on the master), a warning names the shortfall and the engine's error counter grows."""
+    from mcp_stateless.state.base import STATE_ERRORS
+
+    cluster = RedisCluster(tmp_path).start()
+    b = open_state(cluster.url + "?wait=1&wait_timeout=300")
+    try:
+        assert await b.records.create("ns", "k", b"1")  # confirmed by the replica: no warning
+        assert "replicas within" not in caplog.text
+        owner = _owner(cluster, f"mcp-stateless:{{ns:{zlib.crc32(b'k') % 16}}}:k")
+        replica = next(n for n in cluster.nodes if n.proc is not None and n.port != owner
+                       and _redis_replica_of(n.port) == owner)
+        replica.kill(signal.SIGKILL)
+        before = STATE_ERRORS["redis-cluster-wait"]
+        started = time.monotonic()
+        assert await b.records.swap("ns", "k", 1, b"2")
+        assert 0.25 < time.monotonic() - started < 3  # waited wait_timeout for the replica, then went on
+        assert STATE_ERRORS["redis-cluster-wait"] == before + 1
+        assert "reached 0 of 1 replicas within 300 ms" in caplog.text
+        assert await b.records.get("ns", "k") == Versioned(b"2", 2)
+    finally:
+        await b.aclose()
+        cluster.stop()
+
+
+def _redis_replica_of(port: int) -> int | None:
+    """The master port a replica replicates from (None for a master)."""
+    out = subprocess.run(["redis-cli", "-p", str(port), "info", "replication"], capture_output=True, text=True,
+                         timeout=5).stdout
+    info = dict(line.strip().split(":", 1) for line in out.splitlines() if ":" in line)
+    return int(info["master_port"]) if info.get("role") == "slave" else None
+
+
+async def test_per_session_topics_that_come_and_go_leave_nothing_behind(redis_cluster: RedisCluster) -> None:
+    """2025 sessions each have a topic: 200 of them opened and closed (some before the server confirmed
+    them) leave no subscription, readiness entry or per-master reader behind, and the bus still works."""
+    from mcp_stateless.state.rediscluster import RedisClusterBus
+
+    url = redis_cluster.isolated_url()
+    b = open_state(url)
+    bus = b.bus
+    assert isinstance(bus, RedisClusterBus)
+    try:
+        for i in range(200):
+            sub = bus.subscribe(f"session:{i}")
+            if i % 2:
+                await sub.ready()
+                sub.close()
+            else:  # a reader that gives up waiting: its session ended before the subscription was placed
+                waiting = asyncio.ensure_future(sub.ready())
+                await asyncio.sleep(0)
+                sub.close()
+                waiting.cancel()
+        deadline = time.monotonic() + 10
+        while bus._ready or bus._readers:
+            assert time.monotonic() < deadline, (len(bus._ready), list(bus._readers))
+            await asyncio.sleep(0.1)
+        live = bus.subscribe("changes")
+        await live.ready()
+        other = open_state(url)
+        await other.bus.publish("changes", b"still here")
+        assert await live.get(3.0) == b"still here"
+        live.close()
+        await other.aclose()
+    finally:
+        await b.aclose()

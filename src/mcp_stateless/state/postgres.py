@@ -111,7 +111,9 @@ class PostgresConnection:
             self._loop = loop
             self._migrated = None
             await self._pool.open(wait=False)
-        if self._migrated is None or (self._migrated.done() and self._migrated.exception() is not None):
+        failed = self._migrated is not None and self._migrated.done() and (
+            self._migrated.cancelled() or self._migrated.exception() is not None)
+        if self._migrated is None or failed:  # not yet, or the last try failed (store down): try again
             self._migrated = loop.create_task(self._migrate(self._pool))
         await asyncio.shield(self._migrated)
         return self._pool

@@ -391,7 +391,8 @@ class RedisClusterBus:
         return event
 
     def mark_ready(self, channel: str) -> None:
-        self._event(channel).set()
+        if self._fanout.has(channel[len(self._channel_prefix):]):  # a late confirmation keeps no entry
+            self._event(channel).set()
 
     def unready(self, channel: str) -> None:
         """The channel is no longer subscribed on the server (dropped, or its master is gone)."""
@@ -435,6 +436,9 @@ class RedisClusterBus:
             if name not in want:
                 del self._readers[name]
                 await reader.close()
+        wanted = {c for _, channels in want.values() for c in channels}
+        for channel in [c for c in self._ready if c not in wanted]:
+            del self._ready[channel]  # topics that left before (or after) they were subscribed: memory bounded
         for name, (node, channels) in want.items():
             if name not in self._readers:
                 self._readers[name] = _NodeReader(self, name, node.host, int(node.port))
