@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,26 @@ def test_a_javascript_package_that_ships_only_build_is_read_there_and_pythons_bu
     (tmp_path / "app" / "server.py").write_text(STATE)
     (tmp_path / "build" / "lib" / "app" / "server.py").write_text(STATE)  # setuptools' copy of app/
     assert _found(tmp_path) == {("build/index.js", 3, "module-state"), ("app/server.py", 9, "module-state")}
+
+
+def test_only_regular_files_inside_the_tree_are_read_and_what_was_skipped_is_said(tmp_path: Path) -> None:
+    """A symlink out of the tree (its text was quoted as a finding), a symlink to /dev/zero (read forever), a FIFO
+    (blocked forever) and a large data file (parsed into many times its size) are skipped and named in a note."""
+    tree, outside = tmp_path / "tree", tmp_path / "outside"
+    tree.mkdir()
+    outside.mkdir()
+    (outside / "secret.py").write_text(STATE)
+    (outside / "pkg").mkdir()
+    (outside / "pkg" / "mod.py").write_text(STATE)
+    (tree / "server.py").write_text(STATE)
+    (tree / "linked.py").symlink_to(outside / "secret.py")
+    (tree / "linked_dir").symlink_to(outside / "pkg")
+    (tree / "zero.py").symlink_to("/dev/zero")
+    os.mkfifo(tree / "pipe.py")
+    (tree / "data.json").write_bytes(b'{"a": "' + b"x" * engine.FILE_MAX + b'"}')
+    inv = inventory(tree)
+    assert {(f.file, f.line, f.kind) for f in inv.findings} == {("server.py", 9, "module-state")}
+    assert inv.files == 1
+    assert sorted(inv.notes) == ["not read (larger than 2 MiB): data.json",
+                                 "not read (not a regular file): pipe.py",
+                                 "not read (symbolic link): linked_dir, linked.py, zero.py"]
