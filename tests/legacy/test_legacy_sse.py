@@ -105,9 +105,10 @@ def test_mistakes_get_clear_errors(pair: tuple[str, str]) -> None:
     a, b = pair
     with sse(a) as stream:
         post = stream.post_url()
-        early = httpx.post(post, json=msg("tools/list", {}, 1))
-        assert early.status_code == 400 and early.json()["error"]["code"] == -32600
-        assert "initialize" in early.json()["error"]["message"]
+        early = httpx.post(post, json=msg("tools/list", {}, 1))  # a request: answered on the stream
+        assert early.status_code == 202
+        refused = stream.message(lambda m: m.get("id") == 1)["error"]
+        assert refused["code"] == -32600 and "initialize" in refused["message"]
         initialize(stream, post)
         twice = httpx.post(on(b, post), json=msg("initialize", {"protocolVersion": "2025-11-25",
                                                                 "capabilities": {}}, 2))

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from . import errors
 from .envelope import Rejection, RequestId, reject
 from .errors import McpError
+from .jsonrpc import as_request_id
 from .meta import META_PROTOCOL_VERSION
 
 Era = Literal["modern", "legacy"]
@@ -100,10 +101,6 @@ class LegacyResponse:
 LegacyDecision = LegacyRequest | LegacyNotification | LegacyResponse | Rejection
 
 
-def _valid_id(v: Any) -> bool:
-    return isinstance(v, str | int) and not isinstance(v, bool)
-
-
 def classify(message: Any) -> LegacyDecision:
     """The JSON-RPC shape ladder of the 2025 revisions (no envelope: a session carries what `_meta`
     would). Errors are the same codes the modern ladder uses."""
@@ -111,7 +108,7 @@ def classify(message: Any) -> LegacyDecision:
         what = "Batches are not supported" if isinstance(message, list) else "A JSON-RPC message must be an object"
         return reject(None, McpError(errors.INVALID_REQUEST, what))
     raw_id = message.get("id")
-    id_: RequestId | None = raw_id if _valid_id(raw_id) else None
+    id_ = as_request_id(raw_id)
     if message.get("jsonrpc") != "2.0":
         return reject(id_, McpError(errors.INVALID_REQUEST, 'jsonrpc must be "2.0"'))
     if is_response(message):
@@ -163,4 +160,4 @@ def requested_version(message: Any, headers: Mapping[str, str] | None) -> str | 
 def request_id(message: Any) -> RequestId | None:
     """The id of a message, when it is a valid one (for an error that must echo it)."""
     raw = message.get("id") if isinstance(message, dict) else None
-    return raw if _valid_id(raw) else None
+    return as_request_id(raw)

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..protocol import card
-from ..protocol.card import CardIdentity, Compatibility
+from ...protocol import card
+from ...protocol.card import CardIdentity, Compatibility
 
 if TYPE_CHECKING:
-    from .http import HttpTransport
+    from . import HttpTransport
 
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 

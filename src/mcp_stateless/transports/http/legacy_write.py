@@ -12,9 +12,9 @@ import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, MutableMapping
 from typing import Any
 
-from ..protocol import sse
-from ..protocol.encoding import encode_message
-from ..protocol.endpoint import KeepAlive, LegacyAnswer, LegacyItem
+from ...protocol import sse
+from ...protocol.encoding import encode_message
+from ...protocol.endpoint import KeepAlive, LegacyAnswer, LegacyItem
 
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]

@@ -23,10 +23,11 @@ from typing import Any
 
 import orjson
 
-from ..protocol import card, envelope, errors, sse
-from ..protocol.asgi import AsgiApp, Message, Middleware, Receive, Scope, Send
-from ..protocol.encoding import encode_message
-from ..protocol.endpoint import (
+from ...protocol import envelope, errors, sse
+from ...protocol.asgi import AsgiApp, Message, Middleware, Receive, Scope, Send
+from ...protocol.card import SUFFIX as CARD_SUFFIX
+from ...protocol.encoding import encode_message
+from ...protocol.endpoint import (
     Call,
     Endpoint,
     KeepAlive,
@@ -36,11 +37,12 @@ from ..protocol.endpoint import (
     ListenItem,
     authenticator_for,
 )
-from ..protocol.envelope import Notification, Rejection, Request
-from ..protocol.errors import McpError
-from ..protocol.headers import accepted_media, repeated_header
-from ..protocol.legacy import era_of, request_id, requested_version
-from ..protocol.principal import (
+from ...protocol.envelope import Notification, Rejection, Request
+from ...protocol.errors import McpError
+from ...protocol.headers import accepted_media, repeated_header
+from ...protocol.legacy import era_of, request_id, requested_version
+from ...protocol.outbox import BoundedOutbox
+from ...protocol.principal import (
     ANONYMOUS,
     AnonymousAuthenticator,
     Authenticator,
@@ -49,10 +51,10 @@ from ..protocol.principal import (
     Principal,
     ResolverAuthenticator,
 )
-from ..protocol.retirement import Retirement
-from ..protocol.security import OriginPolicy
+from ...protocol.retirement import Retirement
+from ...protocol.security import OriginPolicy
+from ..heap import settle_heap
 from .card import CardRoute
-from .heap import settle_heap
 
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 INSTANCE_ENV = "MCP_STATELESS_INSTANCE"
@@ -89,58 +91,6 @@ class _Wakeup:
             await self._future
         finally:
             self._future = None
-
-
-# Notifications of one request waiting for a client that reads slower than the handler emits them:
-# from COALESCE_AT on, a new progress replaces the latest waiting one; beyond MAX_PENDING, logs are dropped.
-COALESCE_AT = 32
-MAX_PENDING = 256
-_PROGRESS = "notifications/progress"
-
-
-class _Outbox:
-    """Collects request-scoped notifications and wakes the response writer. Bounded: once `COALESCE_AT`
-    notifications wait (the writer is blocked on a slow client), a new progress notification replaces
-    the latest one still waiting (only the latest progress matters; the values on the wire still
-    increase), and beyond `MAX_PENDING` further log messages are dropped and counted; the client is told
-    how many in one warning once it catches up. A client that keeps up sees every notification."""
-
-    __slots__ = ("dropped", "enabled", "pending", "progress_at", "wake")
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self.pending: list[dict[str, Any]] = []
-        self.progress_at = -1  # index in `pending` of the latest progress notification not yet written
-        self.dropped = 0
-        self.wake: _Wakeup | None = None
-
-    def emit(self, message: dict[str, Any]) -> None:
-        if not self.enabled:
-            return
-        pending = self.pending
-        if message.get("method") == _PROGRESS:
-            if self.progress_at >= 0 and len(pending) >= COALESCE_AT:
-                pending[self.progress_at] = message
-                return
-            self.progress_at = len(pending)
-        elif len(pending) >= MAX_PENDING:
-            self.dropped += 1
-            return
-        pending.append(message)
-        if self.wake is not None:
-            self.wake.set()
-
-    def take(self) -> list[dict[str, Any]]:
-        """Everything waiting, in order (plus the notice of dropped logs), and start afresh."""
-        out = self.pending
-        self.pending = []
-        self.progress_at = -1
-        if self.dropped:
-            out.append({"jsonrpc": "2.0", "method": "notifications/message", "params": {
-                "level": "warning", "logger": "mcp_stateless",
-                "data": f"{self.dropped} log messages dropped: the client read slower than they were sent"}})
-            self.dropped = 0
-        return out
 
 
 class _DisconnectWatch:
@@ -366,13 +316,13 @@ class HttpTransport:
                 if path.rstrip("/") != base and not self._routed_here(scope, path):
                     # Off the endpoint's own path: only its sub-resources (looked at only here, off the hot path).
                     sub = path[len(base):].rstrip("/") if path.startswith(base + "/") else None
-                    if sub == card.SUFFIX and self._card is not None:
+                    if sub == CARD_SUFFIX and self._card is not None:
                         await self._card.serve(scope, send)
                         return
                     if not (sub == SSE_SUFFIX and self.legacy_sse and scope["method"] == "GET"):
                         await _plain(send, 404, b"Not Found")
                         return
-        if self.path is None and self._card is not None and scope.get("path", "").endswith(card.SUFFIX):
+        if self.path is None and self._card is not None and scope.get("path", "").endswith(CARD_SUFFIX):
             await self._card.serve(scope, send)
             return
         raw = scope["headers"]
@@ -466,7 +416,7 @@ class HttpTransport:
     async def _legacy(self, method: str, message: Any, headers: dict[str, str], receive: Receive, send: Send,
                       who: Principal | None = None, can_sse: bool | None = None) -> None:
         """Hand a 2025-era exchange to the legacy branch (GET/DELETE are authenticated here)."""
-        from . import legacy_http
+        from . import legacy_write as legacy_http
 
         assert self.legacy is not None
         if who is None:
@@ -504,7 +454,7 @@ class HttpTransport:
 
     async def _legacy_sse_open(self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send) -> None:
         """GET without a session: a 2024-11-05 HTTP+SSE stream, whose first event names where to POST."""
-        from . import legacy_http
+        from . import legacy_write as legacy_http
 
         assert self.legacy is not None
         if not _accepts_sse(headers):
@@ -525,7 +475,7 @@ class HttpTransport:
 
     async def _legacy_sse_post(self, channel: str, message: Any, headers: dict[str, str], who: Principal,
                                receive: Receive, send: Send) -> None:
-        from . import legacy_http
+        from . import legacy_write as legacy_http
 
         assert self.legacy is not None
         if await self._retired(message, headers, send):
@@ -559,14 +509,15 @@ class HttpTransport:
 
     async def _request(self, req: Request, principal: Principal, headers: dict[str, str], can_json: bool,
                        can_sse: bool, receive: Receive, send: Send) -> None:
-        outbox = _Outbox(enabled=can_sse)
+        outbox = BoundedOutbox(enabled=can_sse)  # the one bound and drop policy (protocol/outbox.py)
         call = Call(principal, "http", outbox, headers)
         if req.progress_token is None and req.log_level is None:
             await self._request_inline(req, call, outbox, can_json, receive, send)
             return
         loop = asyncio.get_running_loop()
         task = loop.create_task(self.endpoint.handle(req, call))
-        wake = outbox.wake = _Wakeup(loop)
+        wake = _Wakeup(loop)
+        outbox.wake = wake.set
         task.add_done_callback(lambda _t: wake.set())
         watch = _DisconnectWatch(loop, task, receive, wake.set)
         streaming = not can_json
@@ -607,7 +558,7 @@ class HttpTransport:
             watch.close()
 
     async def _request_inline(
-        self, req: Request, call: Call, outbox: _Outbox, can_json: bool, receive: Receive, send: Send
+        self, req: Request, call: Call, outbox: BoundedOutbox, can_json: bool, receive: Receive, send: Send
     ) -> None:
         """perf: a request without a progressToken or logLevel gets no notification while it runs, so
         its handler is awaited right in this task (no handler task, fewer loop turns). A disconnect
