@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from mcp_stateless.inventory import engine
+from mcp_stateless.inventory import engine, report
 from mcp_stateless.inventory.engine import _admits_mcp2, inventory
 
 STATE = 'from fastmcp import FastMCP\n\nmcp = FastMCP("s")\nseen: list[str] = []\n\n\n@mcp.tool\n' \
@@ -62,7 +66,7 @@ def test_compiled_js_beside_ts_sources_is_not_read_and_a_missing_ts_analyzer_is_
     assert (inv.files, inv.notes) == (1, [])
 
 
-def test_without_tree_sitter_the_report_says_how_many_files_were_skipped_and_still_checks_package_json(
+def test_without_tree_sitter_the_report_is_incomplete_and_still_checks_package_json(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(engine, "_typescript", lambda: None)  # as when the `inventory` extra is not installed
     (tmp_path / "index.js").write_text('import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";\n'
@@ -70,8 +74,35 @@ def test_without_tree_sitter_the_report_says_how_many_files_were_skipped_and_sti
     (tmp_path / "package.json").write_text('{"dependencies": {"@modelcontextprotocol/sdk": "latest"}}\n')
     inv = inventory(tmp_path)
     assert [(f.file, f.line, f.kind) for f in inv.findings] == [("package.json", 1, "dependency-range")]
-    assert inv.notes == ["1 TypeScript/JavaScript file(s) were not analyzed (package.json ranges were checked): "
-                         "install the `inventory` extra (pip install 'mcp-stateless[inventory]') for tree-sitter."]
+    assert inv.notes == []
+    assert inv.not_analysed == ["1 TypeScript/JavaScript file(s) (package.json ranges were checked): install the "
+                                "`inventory` extra (pip install 'mcp-stateless[inventory]') for tree-sitter"]
+    assert "No hidden-state dependency found." not in report.to_text(inv)
+    assert json.loads(report.to_json(inv))["complete"] is False
+    run = json.loads(report.to_sarif(inv, "0"))["runs"][0]
+    assert run["invocations"][0]["executionSuccessful"] is False
+
+
+# tree-sitter made unimportable in a real CLI process, as on a machine without the `inventory` extra
+_NO_TREE_SITTER = ("import sys; sys.modules['tree_sitter'] = None; from mcp_stateless.cli import main; "
+                   "sys.exit(main(sys.argv[1:]))")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", [[], ["--json"], ["--sarif"]])
+def test_without_tree_sitter_a_typescript_server_fails_the_gate_with_the_extra_to_install(
+        tmp_path: Path, fmt: list[str]) -> None:
+    """It printed "No hidden-state dependency found." and `--fail-on any` exited 0: a CI gate passed a server
+    whose every finding was in the files it had not read."""
+    (tmp_path / "index.ts").write_text('import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";\n'
+                                       "const seen: string[] = [];\nexport const f = (x: string) => seen.push(x);\n")
+    done = subprocess.run([sys.executable, "-c", _NO_TREE_SITTER, "inventory", str(tmp_path), "--fail-on", "any",
+                           *fmt], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr == ("mcp-stateless: error: not analysed: 1 TypeScript/JavaScript file(s) (package.json "
+                           "ranges were checked): install the `inventory` extra "
+                           "(pip install 'mcp-stateless[inventory]') for tree-sitter\n")
+    assert "No hidden-state dependency found." not in done.stdout
 
 
 def test_a_form_feed_does_not_shift_excerpts_or_suppressions(tmp_path: Path) -> None:
@@ -105,3 +136,26 @@ def test_a_javascript_package_that_ships_only_build_is_read_there_and_pythons_bu
     (tmp_path / "app" / "server.py").write_text(STATE)
     (tmp_path / "build" / "lib" / "app" / "server.py").write_text(STATE)  # setuptools' copy of app/
     assert _found(tmp_path) == {("build/index.js", 3, "module-state"), ("app/server.py", 9, "module-state")}
+
+
+def test_only_regular_files_inside_the_tree_are_read_and_what_was_skipped_is_said(tmp_path: Path) -> None:
+    """A symlink out of the tree (its text was quoted as a finding), a symlink to /dev/zero (read forever), a FIFO
+    (blocked forever) and a large data file (parsed into many times its size) are skipped and named in a note."""
+    tree, outside = tmp_path / "tree", tmp_path / "outside"
+    tree.mkdir()
+    outside.mkdir()
+    (outside / "secret.py").write_text(STATE)
+    (outside / "pkg").mkdir()
+    (outside / "pkg" / "mod.py").write_text(STATE)
+    (tree / "server.py").write_text(STATE)
+    (tree / "linked.py").symlink_to(outside / "secret.py")
+    (tree / "linked_dir").symlink_to(outside / "pkg")
+    (tree / "zero.py").symlink_to("/dev/zero")
+    os.mkfifo(tree / "pipe.py")
+    (tree / "data.json").write_bytes(b'{"a": "' + b"x" * engine.FILE_MAX + b'"}')
+    inv = inventory(tree)
+    assert {(f.file, f.line, f.kind) for f in inv.findings} == {("server.py", 9, "module-state")}
+    assert inv.files == 1
+    assert sorted(inv.notes) == ["not read (larger than 2 MiB): data.json",
+                                 "not read (not a regular file): pipe.py",
+                                 "not read (symbolic link): linked_dir, linked.py, zero.py"]

@@ -27,7 +27,7 @@ from typing import Literal, Protocol
 import orjson
 
 from ..client.channels import StdioChannel
-from ..client.errors import ClientError
+from ..client.errors import ChannelError, ClientError
 from ..client.http11 import Endpoint, HttpError, Pool
 from ..protocol.sse import decode_messages, iter_messages
 from .proxy import INSTANCE, TAG, RoundRobinProxy
@@ -39,6 +39,23 @@ ACCEPT = "application/json, text/event-stream"
 
 RECORD_MAX = 5000  # exchanges kept for the schema check: bounded whatever the audit does
 MESSAGES_MAX = 1000  # messages kept per exchange or stream: a server flooding notifications is bounded too
+# Bytes read of one response (a body, or an SSE stream however long it runs): a server answering with an endless
+# or multi-gigabyte body must not take the auditor's memory with it. A real answer is far smaller.
+BODY_MAX = 16 * 1024 * 1024
+
+
+class BodyTooLarge(Exception):
+    """A response went past BODY_MAX bytes: the auditor stopped reading it."""
+
+
+async def bounded(chunks: AsyncIterator[bytes], limit: int = BODY_MAX) -> AsyncIterator[bytes]:
+    """`chunks` until `limit` bytes have passed, then BodyTooLarge (the rest is never read)."""
+    seen = 0
+    async for chunk in chunks:
+        seen += len(chunk)
+        if seen > limit:
+            raise BodyTooLarge(f"the response went past {limit // (1024 * 1024)} MiB: the auditor stopped reading it")
+        yield chunk
 
 
 class Recorder:
@@ -83,7 +100,7 @@ async def _pump(stream: Stream, source: AsyncIterator[Message]) -> None:
     try:
         async for m in source:
             stream.put(m)
-    except (HttpError, ClientError) as e:
+    except (HttpError, ClientError, ChannelError, BodyTooLarge) as e:
         stream.exchange.failure = str(e)
     finally:
         stream.ended.set()
@@ -153,20 +170,20 @@ async def _http_exchange(pool: Pool, url: str, message: Message | None, *, insta
             ex.status, ex.response_headers = resp.status, dict(resp.headers)
             try:
                 if resp.content_type == "text/event-stream":
-                    async for m in iter_messages(resp.iter_bytes()):
+                    async for m in iter_messages(bounded(resp.iter_bytes())):
                         done = "method" not in m and m.get("id") == want and want is not None
                         if done or len(ex.messages) < MESSAGES_MAX - 1:  # room for the response, always
                             ex.messages.append(m)
                         if done:
                             break  # the response ends the exchange, whatever the stream does next
                 else:
-                    ex.body = await resp.read()
+                    ex.body = b"".join([c async for c in bounded(resp.iter_bytes())])
                     ex.messages = decode_messages(ex.body) if ex.body[:1] in (b"{", b"[") else []
             finally:
                 await resp.aclose()
     except TimeoutError:
         ex.failure = f"no complete response within {timeout:g} s"
-    except HttpError as e:
+    except (HttpError, BodyTooLarge) as e:
         ex.failure = str(e)
     return ex
 
@@ -277,10 +294,10 @@ class HttpTarget(Recorder):
             resp = await pool.request("POST", Endpoint.parse(url), headers, orjson.dumps(message), timeout=10.0)
             st.exchange.status, st.exchange.response_headers = resp.status, dict(resp.headers)
             if resp.content_type == "text/event-stream":
-                async for m in iter_messages(resp.iter_bytes()):
+                async for m in iter_messages(bounded(resp.iter_bytes())):
                     yield m
             else:
-                for m in decode_messages(await resp.read()):
+                for m in decode_messages(b"".join([c async for c in bounded(resp.iter_bytes())])):
                     yield m
 
         try:
@@ -429,8 +446,10 @@ async def _stdio_exchange(chan: StdioChannel, message: Message, timeout: float) 
             stream = await chan.exchange(message)
             try:
                 async for m in stream:
-                    ex.messages.append(m)
-                    if "method" not in m:
+                    done = "method" not in m
+                    if done or len(ex.messages) < MESSAGES_MAX - 1:  # bounded, with room for the response
+                        ex.messages.append(m)
+                    if done:
                         break
                 if ex.response is None and not ex.failure:
                     ex.failure = chan.exit_reason()
@@ -438,7 +457,7 @@ async def _stdio_exchange(chan: StdioChannel, message: Message, timeout: float) 
                 await stream.aclose()
     except TimeoutError:
         ex.failure = f"no response within {timeout:g} s"
-    except ClientError as e:
+    except (ClientError, ChannelError) as e:  # ServerLost (a ChannelError): the process exited or never ran
         ex.failure = str(e)
     return ex
 
@@ -455,7 +474,7 @@ class _StdioLane:
         return self.target.record(await _stdio_exchange(self.chan, message, timeout))
 
     async def notify(self, message: Message) -> None:
-        with contextlib.suppress(ClientError):
+        with contextlib.suppress(ClientError, ChannelError):
             await self.chan.send(message)
 
 
@@ -486,7 +505,7 @@ class StdioTarget(Recorder):
     async def start(self) -> None:
         try:
             await self.chan.start()
-        except ClientError as e:
+        except (ClientError, ChannelError) as e:  # e.g. the command does not exist
             raise TargetError(str(e)) from None
 
     async def send(self, message: Message | None, *, instance: int | None = None,
@@ -496,7 +515,7 @@ class StdioTarget(Recorder):
         return self.record(await _stdio_exchange(self.chan, message, timeout))
 
     async def notify(self, message: Message) -> None:
-        with contextlib.suppress(ClientError):
+        with contextlib.suppress(ClientError, ChannelError):
             await self.chan.send(message)
 
     @contextlib.asynccontextmanager

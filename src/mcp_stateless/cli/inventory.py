@@ -2,7 +2,8 @@
 
 The source is read, never imported or run. The report is a migration plan in the guide's step order;
 `--json`, `--markdown` and `--sarif` choose another format, `--output FILE` writes it to a file. Exit status
-1 when a finding of a kind named by `--fail-on` (or `--fail-on any`) remains, 2 on a usage error.
+1 when a finding of a kind named by `--fail-on` (or `--fail-on any`) remains, 2 on a usage error or when part of
+the tree could not be analysed (the inventory is then incomplete, never clean).
 """
 
 from __future__ import annotations
@@ -56,5 +57,9 @@ def run(args: argparse.Namespace) -> int:
         Path(args.output).write_text(text, encoding="utf-8")
     else:
         sys.stdout.write(text)
+    for reason in inv.not_analysed:  # an incomplete inventory must not pass a gate: never "clean"
+        sys.stderr.write(f"mcp-stateless: error: not analysed: {reason}\n")
+    if inv.not_analysed:
+        return 2
     fail = set(args.fail_on)
     return 1 if any("any" in fail or f.kind in fail for f in inv.findings) else 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import stat
 import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -28,6 +29,9 @@ TEST_DIRS = frozenset({"tests", "test", "__tests__"})
 JS_SUFFIXES = frozenset({".ts", ".tsx", ".mts", ".cts", ".js", ".mjs", ".cjs"})
 _SUPPRESS = re.compile(r"(?:#|//)\s*mcp-stateless:\s*ignore(?:\[([^\]]*)\])?")
 _REQ = re.compile(r"^\s*(mcp|fastmcp)\s*(\[[^\]]*\])?\s*([^;#]*)", re.I)
+# A source file or metadata file larger than this is data or a bundle, not code a person wrote: skipped (and said
+# so), so a 135 MB data file in the tree is not parsed into many times its size.
+FILE_MAX = 2 * 1024 * 1024
 # Modules mcp 2.x removed (importing them raises there): code using them was written for 1.x.
 MCP1_ONLY = ("mcp.server.fastmcp", "mcp.shared.exceptions.McpError")
 
@@ -39,6 +43,55 @@ class Inventory:
     notes: list[str] = field(default_factory=list)
     files: int = 0
     lines: int = 0
+    skipped: dict[str, list[str]] = field(default_factory=dict)  # why -> relative paths not read
+    # Source the inventory could not analyse (a language whose analyzer is not installed): the report is then
+    # incomplete, never "clean", and the CLI fails whatever --fail-on says.
+    not_analysed: list[str] = field(default_factory=list)
+
+
+def _wanted(p: Path) -> bool:
+    return p.suffix in {".py", ".toml", ".txt", ".json"} | JS_SUFFIXES or p.name == "METADATA"
+
+
+def _skip(skipped: dict[str, list[str]] | None, why: str, rel: str) -> None:
+    if skipped is not None:
+        skipped.setdefault(why, []).append(rel)
+
+
+def _regular(path: Path, root: Path, skipped: dict[str, list[str]] | None) -> bool:
+    """Only a regular file inside the tree, and not too large, is read: a symlink may point out of the tree (its
+    text would be quoted in the report) or at /dev/zero; a FIFO blocks the read forever; a device never ends."""
+    rel = path.relative_to(root).as_posix()
+    try:
+        st = path.lstat()
+    except OSError:
+        return False
+    if stat.S_ISLNK(st.st_mode):
+        _skip(skipped, "symbolic link", rel)
+    elif not stat.S_ISREG(st.st_mode):
+        _skip(skipped, "not a regular file", rel)
+    elif st.st_size > FILE_MAX:
+        _skip(skipped, f"larger than {FILE_MAX // (1024 * 1024)} MiB", rel)
+    else:
+        return True
+    return False
+
+
+def _read(path: Path) -> str | None:
+    """The text of a regular file, at most FILE_MAX bytes (it may have grown since it was looked at). O_NONBLOCK
+    and O_NOFOLLOW: a file swapped for a FIFO or a symlink in between is not waited on or followed."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = f.read(FILE_MAX + 1)
+    if len(data) > FILE_MAX:
+        return None
+    return data.decode("utf-8", errors="replace")
 
 
 def _is_test(rel: Path) -> bool:
@@ -47,16 +100,24 @@ def _is_test(rel: Path) -> bool:
         ".test." in name or ".spec." in name
 
 
-def walk(root: Path, include_tests: bool) -> Iterator[Path]:
+def walk(root: Path, include_tests: bool, skipped: dict[str, list[str]] | None = None) -> Iterator[Path]:
+    """The files to read under `root`: regular files inside it only (os.walk does not descend symlinked
+    directories; they are listed as skipped, like symlinked files, FIFOs, devices and files over FILE_MAX)."""
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and (include_tests or d not in TEST_DIRS))
+        here = Path(dirpath)
+        for d in dirnames:
+            if (here / d).is_symlink():
+                _skip(skipped, "symbolic link", (here / d).relative_to(root).as_posix())
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and (include_tests or d not in TEST_DIRS)
+                             and not (here / d).is_symlink())
         for name in sorted(filenames):
-            path = Path(dirpath) / name
+            path = here / name
             if name.endswith((".d.ts", ".map")):
                 continue
             if not include_tests and _is_test(path.relative_to(root)):
                 continue
-            yield path
+            if _wanted(path) and _regular(path, root, skipped):
+                yield path
 
 
 def _drop_compiled(paths: list[Path], root: Path) -> list[Path]:
@@ -170,15 +231,18 @@ def inventory(root: str | Path, *, include_tests: bool = False, kinds: set[str] 
     base = Path(root)
     result = Inventory(str(root))
     single = base.is_file()
-    paths = [base] if single else _drop_compiled(list(walk(base, include_tests)), base)
     top = base.parent if single else base
+    if single:  # the path the user named is read even through a symlink (it is their choice), within FILE_MAX
+        paths = [base.resolve()] if base.stat().st_size <= FILE_MAX else []
+        top = base.resolve().parent
+        if not paths:
+            _skip(result.skipped, f"larger than {FILE_MAX // (1024 * 1024)} MiB", base.name)
+    else:
+        paths = _drop_compiled(list(walk(base, include_tests, result.skipped)), base)
     texts: dict[Path, str] = {}
     for p in paths:
-        if p.suffix in {".py", ".toml", ".txt", ".json"} | JS_SUFFIXES or p.name == "METADATA":
-            try:
-                texts[p] = p.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
+        if _wanted(p) and (text := _read(p)) is not None:
+            texts[p] = text
     py = {p: t for p, t in texts.items() if p.suffix == ".py"}
     trees: dict[Path, ast.Module] = {}  # every Python file that parses, parsed once
     for p, t in py.items():
@@ -218,11 +282,14 @@ def inventory(root: str | Path, *, include_tests: bool = False, kinds: set[str] 
     if js_texts:
         ts = _typescript()  # imported only when the tree holds such a file
         if ts is None:
-            result.notes.append(f"{len(js_texts)} TypeScript/JavaScript file(s) were not analyzed (package.json "
-                                "ranges were checked): install the `inventory` extra "
-                                "(pip install 'mcp-stateless[inventory]') for tree-sitter.")
+            result.not_analysed.append(f"{len(js_texts)} TypeScript/JavaScript file(s) (package.json ranges were "
+                                       "checked): install the `inventory` extra "
+                                       "(pip install 'mcp-stateless[inventory]') for tree-sitter")
         else:
             found += _typescript_findings(ts, js_texts, result.notes)
+    for why, rels in result.skipped.items():
+        shown = ", ".join(rels[:5]) + (f" and {len(rels) - 5} more" if len(rels) > 5 else "")
+        result.notes.append(f"not read ({why}): {shown}")
     seen: set[tuple[str, int, str]] = set()
     for f in sorted(found, key=lambda f: (f.file, f.line, f.column, f.kind)):
         key = (f.file, f.line, f.kind)

@@ -36,6 +36,8 @@ def to_json(inv: Inventory) -> str:
         "root": inv.root,
         "summary": summary(inv),
         "notes": inv.notes,
+        "complete": not inv.not_analysed,
+        "notAnalysed": inv.not_analysed,
         "findings": [{"file": f.file, "line": f.line, "column": f.column, "kind": f.kind, "step": f.step,
                       "title": f.rule.title, "message": f.message, "excerpt": f.excerpt, "fix": f.fix}
                      for f in inv.findings],
@@ -45,6 +47,7 @@ def to_json(inv: Inventory) -> str:
 def to_text(inv: Inventory) -> str:
     lines = [f"Inventory of {inv.root}: {len(inv.findings)} finding(s) in {inv.files} file(s), {inv.lines} lines"]
     lines += [f"note: {n}" for n in inv.notes]
+    lines += [f"NOT ANALYSED: {n}" for n in inv.not_analysed]
     for step, group in _by_step(inv.findings).items():
         lines.append("")
         lines.append(f"Step {step}. {STEP_TITLES[step]}")
@@ -55,7 +58,10 @@ def to_text(inv: Inventory) -> str:
                 if f.kind == kind:
                     lines.append(f"    {f.file}:{f.line}:{f.column}  {f.message}")
                     lines.append(f"        {f.excerpt}")
-    if not inv.findings:
+    if inv.not_analysed:  # what was not read may hold every finding: never call that clean
+        lines.append("")
+        lines.append(f"Incomplete: {len(inv.findings)} finding(s) in what was analysed; the rest was not analysed.")
+    elif not inv.findings:
         lines.append("No hidden-state dependency found.")
     return "\n".join(lines) + "\n"
 
@@ -64,6 +70,7 @@ def to_markdown(inv: Inventory) -> str:
     out = [f"# Inventory of `{inv.root}`", "",
            f"{len(inv.findings)} finding(s) in {inv.files} file(s), {inv.lines} lines.", ""]
     out += [f"> {n}" for n in inv.notes]
+    out += [f"> **Not analysed** (the inventory is incomplete): {n}" for n in inv.not_analysed]
     for step, group in _by_step(inv.findings).items():
         out += [f"## Step {step}. {STEP_TITLES[step]}", ""]
         for kind in dict.fromkeys(f.kind for f in group):
@@ -99,5 +106,10 @@ def to_sarif(inv: Inventory, version: str) -> str:
         "$schema": SARIF_SCHEMA, "version": "2.1.0",
         "runs": [{"tool": {"driver": {"name": "mcp-stateless inventory", "version": version,
                                       "rules": rules}},
+                  # a run that could not analyse part of the tree did not succeed, whatever it found
+                  "invocations": [{"executionSuccessful": not inv.not_analysed,
+                                   "toolExecutionNotifications": [
+                                       {"level": "error", "message": {"text": f"not analysed: {n}"}}
+                                       for n in inv.not_analysed]}],
                   "results": results}],
     }, indent=2)

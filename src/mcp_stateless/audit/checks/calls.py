@@ -1,5 +1,6 @@
 """Calls the checks share: what an answer amounts to when two are compared, and MRTR rounds driven to the
-end with made-up but valid input (the auditor plays the user, the model and the file system)."""
+end with valid input (the auditor plays the model and the file system; as the user it declines every
+elicitation)."""
 
 from __future__ import annotations
 
@@ -35,34 +36,14 @@ def short(ex: Exchange) -> str:
     return excerpt(comparable(res), 160)
 
 
-def _fill(prop: dict[str, Any]) -> Any:
-    if "default" in prop:
-        return prop["default"]
-    if prop.get("enum"):
-        return prop["enum"][0]
-    if prop.get("oneOf"):
-        return prop["oneOf"][0].get("const")
-    typ = prop.get("type")
-    if typ == "boolean":
-        return True
-    if typ in ("number", "integer"):
-        return prop.get("minimum", 1)
-    if typ == "array":
-        items = prop.get("items") or {}
-        first = (items.get("enum") or [c.get("const") for c in items.get("anyOf") or []] or ["audit"])[0]
-        return [first]
-    fmt = prop.get("format")
-    return {"email": "audit@example.com", "uri": "https://example.com/audit", "date": "2026-01-01",
-            "date-time": "2026-01-01T00:00:00Z"}.get(fmt or "", "audit")
-
-
 def input_response(request: dict[str, Any]) -> dict[str, Any]:
-    method, params = request.get("method"), request.get("params") or {}
+    """The auditor's answer to a server->client request. An elicitation is always declined: it may be "Really
+    delete everything?", and a probe must never consent on a user's behalf (a declined round still exercises
+    requestState and the retry on another instance, which is what the checks need). A sampling request gets a
+    fixed model answer (no user consent is involved), a roots request a scratch root."""
+    method = request.get("method")
     if method == "elicitation/create":
-        if params.get("mode") == "url":
-            return {"action": "accept"}
-        props = (params.get("requestedSchema") or {}).get("properties") or {}
-        return {"action": "accept", "content": {k: _fill(v) for k, v in props.items()}}
+        return {"action": "decline"}
     if method == "sampling/createMessage":
         return {"role": "assistant", "content": {"type": "text", "text": "audit"}, "model": "mcp-stateless-audit",
                 "stopReason": "endTurn"}
