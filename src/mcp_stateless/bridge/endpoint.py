@@ -134,9 +134,10 @@ class Bridge:
             # Nothing says how long an upstream answer stays true: not cached; per caller when sessions are.
             result["ttlMs"] = 0
             result["cacheScope"] = "private" if self.per_principal else "public"
-        meta = result.setdefault("_meta", {})
-        if isinstance(meta, dict) and self.upstream is not None and self.upstream.get("serverInfo"):
-            meta.setdefault(META_SERVER_INFO, self.upstream["serverInfo"])
+        if self.upstream is not None and self.upstream.get("serverInfo"):
+            meta = result.setdefault("_meta", {})
+            if isinstance(meta, dict):
+                meta.setdefault(META_SERVER_INFO, self.upstream["serverInfo"])
         return result
 
     def _principal(self, call: Call) -> str | None:
@@ -264,7 +265,9 @@ class Bridge:
         self.pending.pop(pending.id, None)
         if pending.expiry is not None:
             pending.expiry.cancel()
-        if pending.listener is not None:
+        # The listener that is answering the round that ended the call must still publish its outcome:
+        # it stops by itself after that.
+        if pending.listener is not None and pending.listener is not asyncio.current_task():
             pending.listener.cancel()
         if cancel and pending.task is not None:
             pending.task.cancel()
@@ -284,6 +287,7 @@ class Bridge:
                     if raw is None:
                         continue
                     msg = orjson.loads(raw)
+                    log.debug("an answer for pending call %s from another instance", pending.id)
                     ctx = StateContext(str(msg["p"]), str(msg["m"]), str(msg["d"]))
                     try:
                         out: dict[str, Any] = {"result": await self._continue(pending, msg["r"], ctx)}
@@ -291,6 +295,8 @@ class Bridge:
                         out = {"error": {"code": e.code, "message": e.message}}
                     assert self.bus is not None
                     await self.bus.publish(str(msg["reply"]), orjson.dumps(out))
+                    if pending.id not in self.pending:
+                        return
             finally:
                 sub.close()
 
