@@ -7,6 +7,7 @@
 #   .cache/venv-mcp-2.3.0/     the official Python SDK, for the interop tests (1.30.0 beside it: tests/legacy)
 #   .cache/venv-fastmcp-4.1.6/ fastmcp, for the audit's broken fastmcp server (tests/audit/servers)
 #   .cache/inventory-servers/  published servers, pinned and unpacked, inventoried by tests/inventory
+#   .cache/venv-mcp-server-time-2025.9.25/  a published 2025-era server for tests/bridge
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -59,6 +60,18 @@ for spec in mcp==2.3.0 mcp==1.30.0 fastmcp==4.1.6; do
     fi
     echo "$name $version: present"
 done
+
+# A published 2025-era Python server for tests/bridge, pinned with the 1.x SDK it was released against (left
+# alone, pip would pair it with mcp 2.x).
+step "mcp-server-time 2025.9.25 (mcp 1.30.0) in .cache/venv-mcp-server-time-2025.9.25"
+venv=.cache/venv-mcp-server-time-2025.9.25
+if ! "$venv/bin/python" -c "import importlib.metadata as m; assert m.version('mcp-server-time') == '2025.9.25' \
+        and m.version('mcp') == '1.30.0'" 2>/dev/null
+then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q mcp-server-time==2025.9.25 mcp==1.30.0
+fi
+echo "mcp-server-time 2025.9.25: present"
 
 step "Published MCP servers for tests/inventory (.cache/inventory-servers)"
 bash scripts/inventory-servers.sh 2>&1 | grep -v "^WARNING: Location"

@@ -44,8 +44,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "audit": frozenset({"protocol", "client", "conformance"}),
     "observability": frozenset({"protocol", "state", "tasks"}),
     "inventory": frozenset(),
+    "bridge": frozenset({"protocol", "client", "state"}),
     "cli": frozenset({"protocol", "conformance", "state", "tasks", "server", "transports", "client", "auth",
-                      "audit", "observability", "inventory"}),
+                      "audit", "observability", "inventory", "bridge"}),
 }
 # Third-party packages that make up the server stack: the layers a client or a transport is built from
 # must not need them.

@@ -14,11 +14,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import audit, client, contract, install, inventory, login, serve, task
+from . import audit, bridge, client, contract, install, inventory, login, serve, task
 from .base import CliError, CommandGroup, Parser
 from .config import ServeConfig
 
-GROUPS: tuple[CommandGroup, ...] = (serve, contract, client, task, login, audit, install, inventory)
+GROUPS: tuple[CommandGroup, ...] = (serve, bridge, contract, client, task, login, audit, install, inventory)
 
 
 class _Version(argparse.Action):

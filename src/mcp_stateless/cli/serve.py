@@ -75,6 +75,12 @@ def register(sub: Any) -> None:
     )
     s.set_defaults(run=run)
     s.add_argument("app", metavar="APP", help="module:attr or path/to/file.py:attr")
+    add_endpoint_options(s)
+
+
+def add_endpoint_options(s: Any) -> None:
+    """How an endpoint is served: the transport, limits, state, legacy, metrics, logs and auth options
+    (`serve` and `bridge` share them, so one `config_from_args` reads both)."""
     mode = s.add_mutually_exclusive_group(required=True)
     mode.add_argument("--stdio", action="store_true", help="newline-delimited JSON on stdin/stdout")
     mode.add_argument("--http", metavar="HOST:PORT", help="Streamable HTTP, e.g. 127.0.0.1:8000")

