@@ -45,7 +45,7 @@ log = logging.getLogger("mcp_stateless.http")
 _IDLE = 0  # nothing: no request in progress, or the application is answering one
 _HEAD = 1  # the rest of a request head
 _BODY = 2  # the rest of a request body
-_LINGER = 1.0  # seconds a refused connection's further bytes are read and dropped before it is closed
+_LINGER = 2.0  # seconds a refused connection's further bytes are read and dropped before it is closed
 
 
 def _refusal(status: int, reason: bytes, message: str) -> bytes:
