@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Everything the test suite needs, on a bare Debian/Ubuntu machine or an existing checkout; idempotent (each
 # step skips what is already there). The README's install command and .ci/run both run this one script.
-#   system:  redis-server, nginx, npm, python3-venv (apt; as root, or through sudo)
-#   .venv/                     this package, editable, with the dev and redis extras
+#   system:  redis-server, nginx, npm, python3-venv, postgresql (apt; as root, or through sudo)
+#   .venv/                     this package, editable, with the dev, redis and postgres extras
 #   tools/node/node_modules/   Node 22, the official conformance suite, TS SDKs, Inspector, oidc-provider
 #   .cache/venv-mcp-2.3.0/     the official Python SDK, for the interop tests (1.30.0 beside it: tests/legacy)
 #   .cache/venv-fastmcp-4.1.6/ fastmcp, for the audit's broken fastmcp server (tests/audit/servers)
@@ -19,6 +19,8 @@ command -v redis-server >/dev/null || need+=(redis-server)
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx)
 command -v npm >/dev/null || need+=(npm)
 python3 -c 'import ensurepip' 2>/dev/null || need+=(python3-venv)
+# The tests run their own Postgres (initdb into a temp dir, a free port) from /usr/lib/postgresql/<v>/bin.
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 if [ ${#need[@]} -gt 0 ]; then
     sudo=()
     [ "$(id -u)" -eq 0 ] || sudo=(sudo)
@@ -28,12 +30,12 @@ if [ ${#need[@]} -gt 0 ]; then
     # nginx's post-install starts a daemon on port 80; the tests start their own on free ports.
     if [ -f /run/nginx.pid ]; then "${sudo[@]}" nginx -s stop 2>/dev/null || true; fi
 fi
-echo "redis-server, nginx, npm, python3-venv: present"
+echo "redis-server, nginx, npm, python3-venv, postgresql: present"
 
 step "Python environment (.venv)"
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/pip install -q -U pip
-.venv/bin/pip install -q -e '.[dev,redis]'
+.venv/bin/pip install -q -e '.[dev,redis,postgres]'
 .venv/bin/python -c 'import mcp_stateless; print("mcp-stateless", mcp_stateless.__version__)'
 
 step "Node tools (tools/node)"

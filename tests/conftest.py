@@ -15,7 +15,7 @@ import pytest
 import uvicorn
 
 from mcp_stateless import App, HttpTransport
-from services import RedisServer
+from services import PostgresServer, RedisCluster, RedisServer
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -106,3 +106,21 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
     server = RedisServer(tmp_path_factory.mktemp("redis")).start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisCluster]:
+    """The session's one real 3-master, 3-replica Redis Cluster (six redis-server processes on free ports);
+    each test takes its own key prefix with `isolated_url()`. A test that kills a node starts its own."""
+    cluster = RedisCluster(tmp_path_factory.mktemp("redis-cluster")).start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """The session's one real Postgres cluster (initdb into a temp dir, its own port, never the machine's
+    5432); each test takes its own schema with `isolated_url()`."""
+    server = PostgresServer().start()
+    yield server
+    server.remove()

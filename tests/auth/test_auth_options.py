@@ -13,9 +13,9 @@ from mcp_stateless.cli import build_parser
 from mcp_stateless.cli.base import CliError
 from mcp_stateless.cli.config import ServeConfig
 from mcp_stateless.cli.serve import config_from_args, open_app
+from services import CLI
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")
 APP = "tests/auth/protected_app.py:app"
 
 

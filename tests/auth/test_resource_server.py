@@ -20,9 +20,8 @@ from as_harness import ROOT, AuthServer, signing_key
 from joserfc import jwt
 from joserfc.jwk import RSAKey
 
-from services import free_port
+from services import CLI, free_port
 
-CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")
 APP = "tests/auth/protected_app.py:app"
 PV = "2026-07-28"
 

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from services import http_server
+from services import CLI, http_server
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")
 ECHO = f"{sys.executable} -m mcp_stateless.cli serve examples/echo.py:app --stdio"
 FIXTURES = f"{sys.executable} -m mcp_stateless.cli serve examples/conformance_server.py:app --stdio"
 

@@ -16,10 +16,9 @@ from mcp_stateless.cli.base import CliError
 from mcp_stateless.cli.config import SERVE_CONFIG_ENV, ServeConfig
 from mcp_stateless.cli.serve import config_from_args
 from mcp_stateless.protocol.security import OriginPolicy
-from services import free_port
+from services import CLI, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")
 KEY = "k1:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 
 

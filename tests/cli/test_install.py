@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from mcp_stateless.cli.install import default_path
+from services import CLI
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")
 PYTHON = Path(CLI).read_text().splitlines()[0][2:].strip()  # the interpreter the command runs under: what it writes
 ECHO = str(ROOT / "examples" / "echo.py")
 STDIO = [PYTHON, "-m", "mcp_stateless.cli", "serve", ECHO + ":app", "--stdio"]

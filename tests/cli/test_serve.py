@@ -17,10 +17,9 @@ import httpx
 import orjson
 import pytest
 
-from services import free_port
+from services import CLI, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")
 PV = "2026-07-28"
 KEY = "k1:" + base64.b64encode(b"0123456789abcdef0123456789abcdef").decode()
 

@@ -16,10 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from services import http_server
+from services import CLI, http_server
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")
 FIXTURES = f"{sys.executable} -m mcp_stateless.cli serve examples/conformance_server.py:app --stdio --state memory://"
 CLEAR = "\r\x1b[2K"
 

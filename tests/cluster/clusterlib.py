@@ -1,5 +1,6 @@
 """Helpers for tests/cluster: redis-server, nginx (round-robin, no affinity, deploy/nginx.conf) and three
-`mcp-stateless serve` subprocesses sharing one state store and one MRTR key."""
+`mcp-stateless serve` subprocesses sharing one state store (SQLite, Redis, or a Redis Cluster or Postgres the
+caller runs) and one MRTR key."""
 
 from __future__ import annotations
 
@@ -80,11 +81,13 @@ def nginx_config(listen: int, upstreams: list[int], workdir: Path) -> str:
 
 
 class Cluster:
-    def __init__(self, backend: str, workdir: Path) -> None:
+    def __init__(self, backend: str, workdir: Path, state: str | None = None) -> None:
         self.backend = backend
         self.workdir = workdir
         self.redis: RedisServer | None = None
-        if backend == "redis":
+        if state is not None:
+            pass  # a shared engine the caller runs (Redis Cluster, Postgres)
+        elif backend == "redis":
             self.redis = RedisServer(workdir).start()
             state = self.redis.url
         else:

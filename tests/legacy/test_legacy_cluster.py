@@ -1,5 +1,5 @@
 """Legacy sessions behind nginx round-robin (deploy/nginx.conf, no affinity) over three instances that
-share one state store (SQLite, then Redis) and one key ring.
+share one state store (SQLite, Redis, a Redis Cluster, Postgres) and one key ring.
 
 The official TS SDK 1.x client runs its whole session through the balancer (its elicitation and sampling
 answers, GET stream and DELETE land wherever nginx sends them), over Streamable HTTP and over the 2024-11-05
@@ -23,11 +23,10 @@ from typing import Any
 import httpx
 import pytest
 
-from services import free_port, wait_port
+from services import CLI, free_port, wait_port
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")
 APP = "tests/legacy/legacy_app.py:app"
 KEYS = "k1:bGVnYWN5LWNsdXN0ZXItc2hhcmVkLWtleS0zMi1ieXRlcyE="
 V = "2025-11-25"
@@ -86,12 +85,17 @@ def balanced(state: str, workdir: Path) -> Iterator[tuple[str, list[Instance]]]:
             i.stop()
 
 
-@pytest.fixture(scope="module", params=["sqlite", "redis"])
+@pytest.fixture(scope="module", params=["sqlite", "redis", pytest.param("redis-cluster", marks=pytest.mark.slow),
+                                        pytest.param("postgres", marks=pytest.mark.slow)])
 def cluster(request: pytest.FixtureRequest,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[Instance]]]:
     workdir = tmp_path_factory.mktemp(f"legacy-cluster-{request.param}")
     if request.param == "sqlite":
         state = f"sqlite:///{workdir / 'state.db'}"
+    elif request.param == "redis-cluster":
+        state = request.getfixturevalue("redis_cluster").isolated_url()
+    elif request.param == "postgres":
+        state = request.getfixturevalue("postgres_server").isolated_url()
     else:
         state = request.getfixturevalue("redis_server").isolated_url()
     with balanced(state, workdir) as c:

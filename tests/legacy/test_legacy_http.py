@@ -18,10 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
-from services import http_server
+from services import CLI, http_server
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")
 APP = "tests/legacy/legacy_app.py:app"
 KEYS = "k1:bGVnYWN5LXRlc3RzLXNoYXJlZC1rZXktMzItYnl0ZXMh"
 V = "2025-11-25"
@@ -184,10 +183,10 @@ def test_two_rounds_and_a_client_error(pair: tuple[str, str]) -> None:
     assert final["error"]["code"] == -1
 
 
-def test_missing_capability_is_the_modern_error(pair: tuple[str, str]) -> None:
+def test_missing_capability_is_a_tool_error(pair: tuple[str, str]) -> None:
     sid = initialize(pair[0])  # no elicitation capability declared at initialize
     r = httpx.post(pair[1], json=msg("tools/call", {"name": "ask_name", "arguments": {}}, 4), headers=headers(sid))
-    assert r.headers["content-type"] == "application/json" and r.json()["error"]["code"] == -32021
+    assert r.headers["content-type"] == "application/json" and r.json()["result"]["isError"] is True
 
 
 def test_logging_level_and_progress_follow_the_session(pair: tuple[str, str]) -> None:

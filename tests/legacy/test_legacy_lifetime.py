@@ -1,5 +1,5 @@
-"""How long a 2025 session lives, and how long its DELETE tombstone does: set short on purpose, so a lifetime
-read in the wrong unit (ms for s, or s for ms) or a tombstone that outlives nothing fails here."""
+"""How long a 2025 session lives, and that a DELETE ends it for as long as its id is valid: set short on
+purpose, so a lifetime read in the wrong unit (ms for s, or s for ms) or a DELETE that wears off fails here."""
 
 from __future__ import annotations
 
@@ -59,12 +59,13 @@ def test_the_default_lifetime_outlasts_a_short_pause(served: Callable[..., Any])
 
 
 def test_a_deleted_session_stays_deleted_for_as_long_as_its_id_is_valid(served: Callable[..., Any]) -> None:
-    """The tombstone must last as long as the sealed id does: a tombstone that expired first would bring the
-    deleted session back while its id still unseals."""
+    """The DELETE must hold as long as the sealed id does: a tombstone that expired first would bring the
+    deleted session back while its id still unseals (now the session's record is removed, and an id without
+    one is refused)."""
     app = _app()
     s = served(app, legacy=LegacyServer(app, session_ttl_s=3.0))
     headers = _open(s.url)
     assert httpx.delete(s.url, headers=headers).status_code in (200, 204)
     assert _ping(s.url, headers) == (404, -32001)
-    time.sleep(1.5)  # half the lifetime: the id still unseals, so only the tombstone refuses it
+    time.sleep(1.5)  # half the lifetime: the id still unseals, so only the missing record refuses it
     assert _ping(s.url, headers) == (404, -32001)

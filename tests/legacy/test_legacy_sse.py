@@ -21,11 +21,10 @@ import pytest
 from test_legacy_http import msg, serve
 from test_legacy_sdk_clients import run_ts
 
-from services import http_server
+from services import CLI, http_server
 from sse_stream import SseStream, sse
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")
 APP = "tests/legacy/legacy_app.py:app"
 @pytest.fixture(scope="module", params=["sqlite", "redis"])
 def pair(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
@@ -105,9 +104,10 @@ def test_mistakes_get_clear_errors(pair: tuple[str, str]) -> None:
     a, b = pair
     with sse(a) as stream:
         post = stream.post_url()
-        early = httpx.post(post, json=msg("tools/list", {}, 1))
-        assert early.status_code == 400 and early.json()["error"]["code"] == -32600
-        assert "initialize" in early.json()["error"]["message"]
+        early = httpx.post(post, json=msg("tools/list", {}, 1))  # a request: answered on the stream
+        assert early.status_code == 202
+        refused = stream.message(lambda m: m.get("id") == 1)["error"]
+        assert refused["code"] == -32600 and "initialize" in refused["message"]
         initialize(stream, post)
         twice = httpx.post(on(b, post), json=msg("initialize", {"protocolVersion": "2025-11-25",
                                                                 "capabilities": {}}, 2))

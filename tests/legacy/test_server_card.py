@@ -14,10 +14,9 @@ import pytest
 
 from mcp_stateless.conformance import card_violations
 from mcp_stateless.protocol import card
-from services import http_server
+from services import CLI, http_server
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")
 APP = "tests/legacy/legacy_app.py:app"
 CONFORMANCE_APP = "examples/conformance_server.py:app"
 LEGACY = ["2025-11-25", "2025-06-18", "2025-03-26"]

@@ -16,10 +16,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from mcp_stateless import Client, McpError
-from services import RedisServer, free_port, http_server, wait_port
+from services import CLI, RedisServer, free_port, http_server, wait_port
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")
 APP = "tests/apps/observed_app.py:app"
 PV = "2026-07-28"
 HISTOGRAM = "mcp_server_operation_duration_seconds"

@@ -24,10 +24,9 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from mcp_stateless import App, Client, Context, McpError, ToolError
 from mcp_stateless.observability import Tracing, known_names
-from services import http_server
+from services import CLI, http_server
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI = str(ROOT / ".venv" / "bin" / "mcp-stateless")
 PV = "2026-07-28"
 NAME_FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 

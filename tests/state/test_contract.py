@@ -1,4 +1,5 @@
-"""The one contract every state backend passes (memory, SQLite, Redis): handle records and change events."""
+"""The one contract every state backend passes (memory, SQLite, Redis, Redis Cluster, Postgres): handle records
+and change events."""
 
 from __future__ import annotations
 
@@ -230,8 +231,10 @@ async def test_end_makes_the_reader_see_end(bundle: StateBundle) -> None:
 
 
 def test_unsupported_urls_are_refused_with_the_accepted_forms() -> None:
-    with pytest.raises(ValueError, match=re.escape("use memory://, sqlite:///path.db or redis://host:port/db")):
-        open_state("postgres://x/y")
+    accepted = ("use memory://, sqlite:///path.db, redis://host:port/db, redis-cluster://host:port[,host:port…] "
+                "or postgresql://user@host:port/db")
+    with pytest.raises(ValueError, match=re.escape(accepted)):
+        open_state("mongodb://x/y")
     with pytest.raises(ValueError, match="positive number of seconds"):
         open_state("redis://127.0.0.1:1/0?timeout=-1")
     with pytest.raises(ValueError, match="shared or local"):

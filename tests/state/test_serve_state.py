@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 EXE = str(Path(sys.executable).with_name("mcp-stateless"))
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,10 +34,23 @@ def test_memory_state_cannot_serve_several_workers() -> None:
     assert r.returncode == 2
     assert r.stderr.strip().splitlines()[-1] == (
         "mcp-stateless: error: --state memory:// cannot be shared by 2 workers: use sqlite:///path.db "
-        "(one machine) or redis://host:port/db")
+        "(one machine), redis://, redis-cluster:// or postgresql://")
 
 
 def test_an_unknown_state_url_is_refused() -> None:
-    r = serve("--state", "postgres://db/x", keys=True)
+    r = serve("--state", "mongodb://db/x", keys=True)
     assert r.returncode == 2
-    assert "mcp-stateless: error: --state: unsupported state URL 'postgres://db/x'" in r.stderr
+    assert "mcp-stateless: error: --state: unsupported state URL 'mongodb://db/x'" in r.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("url", "shown"), [
+    ("redis-cluster://:secret@127.0.0.1:1,127.0.0.1:2", "redis-cluster://***@127.0.0.1:1,127.0.0.1:2"),
+    ("postgresql://app:secret@127.0.0.1:1/db", "postgresql://app:***@127.0.0.1:1/db"),
+])
+def test_the_cluster_and_postgres_stores_are_shared_and_need_the_mrtr_key(url: str, shown: str) -> None:
+    r = serve("--state", url, keys=False)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines()[-1] == (
+        f"mcp-stateless: error: --state {shown} is shared by several instances, so they need "
+        "one MRTR key: set MCP_STATELESS_KEYS=kid:base64secret (the same on every instance)")

@@ -15,8 +15,9 @@ from typing import Any
 import orjson
 import pytest
 
+from services import CLI
+
 ROOT = Path(__file__).resolve().parents[2]
-CLI = ROOT / ".venv" / "bin" / "mcp-stateless"
 APP = "tests/apps/stdio_app.py:app"
 PV = "2026-07-28"
 

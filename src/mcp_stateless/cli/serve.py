@@ -110,8 +110,9 @@ def register(sub: Any) -> None:
                         "-32602 (default: the app's, 1000)")
     s.add_argument("--state", metavar="URL", default=None,
                    help="where handles and change events live: sqlite:///path.db (default: one file per app "
-                        "under ~/.local/state/mcp-stateless), redis://host:6379/0 (several machines), memory:// "
-                        "(tests, one process); also MCP_STATELESS_STATE")
+                        "under ~/.local/state/mcp-stateless), redis://host:6379/0 (several machines), "
+                        "redis-cluster://h1:p1,h2:p2 (a Redis Cluster), postgresql://user@host:5432/db (Postgres), "
+                        "memory:// (tests, one process); also MCP_STATELESS_STATE")
     s.add_argument("--instance-name", metavar="NAME", default=None,
                    help="name this instance in an X-Mcp-Instance response header (off by default; "
                         "also MCP_STATELESS_INSTANCE)")
@@ -420,7 +421,7 @@ def _use_state(app: App, config: ServeConfig) -> None:
         raise CliError(f"--state: {e}") from None
     if config.processes > 1 and not bundle.multiprocess:
         raise CliError(f"--state {redact(spec)} cannot be shared by {config.processes} workers: "
-                       "use sqlite:///path.db (one machine) or redis://host:port/db")
+                       "use sqlite:///path.db (one machine), redis://, redis-cluster:// or postgresql://")
     if bundle.shared and app.key_ring is None:
         raise CliError(f"--state {redact(spec)} is shared by several instances, so they need one MRTR key: "
                        f"set {KEYS_ENV}=kid:base64secret (the same on every instance)")

@@ -14,6 +14,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from ..protocol import methods
 from ..protocol.endpoint import Endpoint
 from ..protocol.errors import HEADER_MISMATCH, McpError
 from ..protocol.headers import ParamHeader, param_headers
@@ -37,12 +38,8 @@ log = logging.getLogger("mcp_stateless.client")
 T = TypeVar("T")
 
 DEFAULT_CLIENT_INFO = {"name": "mcp-stateless-client", "version": "0.1.0"}
-SAFE_METHODS = frozenset({
-    "server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list",
-    "resources/read", "prompts/get", "completion/complete",
-})
-_LIST_KEYS = {"tools/list": "tools", "prompts/list": "prompts", "resources/list": "resources",
-              "resources/templates/list": "resourceTemplates"}
+SAFE_METHODS = methods.SAFE_METHODS  # retried as is after a lost connection (protocol/methods.py)
+_LIST_KEYS = methods.LIST_KEYS
 
 
 class Subscription:

@@ -5,11 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-CacheScope = Literal["public", "private"]
+from .methods import CACHEABLE_METHODS as CACHEABLE_METHODS  # re-exported; the table is protocol/methods.py
 
-CACHEABLE_METHODS = frozenset(
-    {"server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
-)
+CacheScope = Literal["public", "private"]
 
 
 @dataclass(frozen=True, slots=True)

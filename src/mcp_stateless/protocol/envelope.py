@@ -16,6 +16,7 @@ from .encoding import decode_exact
 from .errors import McpError
 from .headers import NAME_PARAM, ParamHeader, check_param_headers, decode_header_value
 from .jsonrpc import RequestId as RequestId  # re-exported: the seam and the transports name it from here
+from .jsonrpc import as_request_id
 from .meta import (
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
@@ -80,10 +81,6 @@ def parse(body: bytes | str) -> Any:
         raise McpError(errors.PARSE_ERROR, "Parse error: the body is not valid JSON") from None
 
 
-def _valid_id(v: Any) -> bool:
-    return isinstance(v, str | int) and not isinstance(v, bool)
-
-
 class MethodTable:
     """What the core needs to know about the application: its methods and tools' header annotations."""
 
@@ -112,7 +109,7 @@ def classify(
         return reject(None, McpError(errors.INVALID_REQUEST, "A JSON-RPC message must be an object"))
     has_id = "id" in message
     raw_id = message.get("id")
-    id_: RequestId | None = raw_id if _valid_id(raw_id) else None
+    id_ = as_request_id(raw_id)
     if message.get("jsonrpc") != "2.0":
         return reject(id_, McpError(errors.INVALID_REQUEST, 'jsonrpc must be "2.0"'))
     method = message.get("method")
@@ -150,7 +147,7 @@ def classify(
     if level is not None and level not in LOG_LEVEL_RANK:
         return reject(id_, errors.invalid_params(f"{META_LOG_LEVEL} must be one of {', '.join(LOG_LEVELS)}"))
     token = meta.get(META_PROGRESS_TOKEN)
-    if token is not None and not _valid_id(token):
+    if token is not None and as_request_id(token) is None:
         return reject(id_, errors.invalid_params("progressToken must be a string or an integer"))
 
     # (4) headers mirror the body

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from . import methods
 from .errors import INVALID_REQUEST, McpError, header_mismatch
 from .meta import META_PROTOCOL_VERSION
 
@@ -19,15 +20,9 @@ _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 _B64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
 _MAX_SAFE_INT = 2**53 - 1
 
-# Methods whose target is mirrored in the Mcp-Name header, and where in params it lives.
-NAME_PARAM: dict[str, str] = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
-    "tasks/get": "taskId",
-    "tasks/update": "taskId",
-    "tasks/cancel": "taskId",
-}
+# Methods whose target is mirrored in the Mcp-Name header, and where in params it lives: the method
+# table's `name_param` (protocol/methods.py).
+NAME_PARAM = methods.NAME_PARAM
 
 
 def _is_safe_plain(value: str) -> bool:

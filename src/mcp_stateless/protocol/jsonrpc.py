@@ -15,6 +15,16 @@ Message = dict[str, Any]
 RequestId = str | int
 
 
+def as_request_id(value: Any) -> RequestId | None:
+    """The one request-id rule: `value` when it is a JSON-RPC id (a string or an integer of any size),
+    else None. `true`/`false`, floats and null are not ids; Python would otherwise match them (`True == 1`
+    and `1.0 == 1` hash alike, so `{1: task}.pop(True)` finds request 1), so every lookup by an id that
+    came off the wire goes through here first."""
+    # perf: a bool is an int subclass; `type(...) is` keeps it out with no second test.
+    t = type(value)
+    return value if t is str or t is int else None
+
+
 def request(id_: RequestId, method: str, params: Mapping[str, Any] | None = None) -> Message:
     msg: Message = {"jsonrpc": "2.0", "id": id_, "method": method}
     if params is not None:
@@ -69,6 +79,7 @@ def error_from_wire(err: Any) -> McpError:
 __all__ = [
     "Message",
     "RequestId",
+    "as_request_id",
     "cancelled",
     "error_from_wire",
     "error_response",

@@ -19,7 +19,9 @@ from typing import Any, Literal
 from . import errors
 from .envelope import Rejection, RequestId, reject
 from .errors import McpError
+from .jsonrpc import as_request_id
 from .meta import META_PROTOCOL_VERSION
+from .versions import is_modern
 
 Era = Literal["modern", "legacy"]
 
@@ -48,11 +50,20 @@ def is_response(message: Any) -> bool:
             and ("result" in message or "error" in message))
 
 
+def declares_modern(headers: Mapping[str, str]) -> bool:
+    """`MCP-Protocol-Version` names a modern revision: the request is modern whatever else it carries
+    (a stray `Mcp-Session-Id` included)."""
+    version = headers.get(VERSION_HEADER)
+    return version is not None and is_modern(version)
+
+
 def era_of(http_method: str, message: Any, headers: Mapping[str, str] | None) -> Era:
     """The era of one HTTP exchange (`message` is None for GET/DELETE). `headers` None: stdio."""
     session = headers is not None and SESSION_HEADER in headers
     if http_method != "POST":
-        return "legacy" if session and http_method in ("GET", "DELETE") else "modern"
+        # A 2025 session's GET/DELETE; one that names a modern version is modern (POST only: 405).
+        return ("legacy" if headers is not None and session and http_method in ("GET", "DELETE")
+                and not declares_modern(headers) else "modern")
     if not isinstance(message, dict):
         return "modern"  # batches and junk get the modern ladder's errors
     if _has_modern_envelope(message):
@@ -100,10 +111,6 @@ class LegacyResponse:
 LegacyDecision = LegacyRequest | LegacyNotification | LegacyResponse | Rejection
 
 
-def _valid_id(v: Any) -> bool:
-    return isinstance(v, str | int) and not isinstance(v, bool)
-
-
 def classify(message: Any) -> LegacyDecision:
     """The JSON-RPC shape ladder of the 2025 revisions (no envelope: a session carries what `_meta`
     would). Errors are the same codes the modern ladder uses."""
@@ -111,7 +118,7 @@ def classify(message: Any) -> LegacyDecision:
         what = "Batches are not supported" if isinstance(message, list) else "A JSON-RPC message must be an object"
         return reject(None, McpError(errors.INVALID_REQUEST, what))
     raw_id = message.get("id")
-    id_: RequestId | None = raw_id if _valid_id(raw_id) else None
+    id_ = as_request_id(raw_id)
     if message.get("jsonrpc") != "2.0":
         return reject(id_, McpError(errors.INVALID_REQUEST, 'jsonrpc must be "2.0"'))
     if is_response(message):
@@ -163,4 +170,4 @@ def requested_version(message: Any, headers: Mapping[str, str] | None) -> str | 
 def request_id(message: Any) -> RequestId | None:
     """The id of a message, when it is a valid one (for an error that must echo it)."""
     raw = message.get("id") if isinstance(message, dict) else None
-    return raw if _valid_id(raw) else None
+    return as_request_id(raw)

@@ -17,12 +17,13 @@ from typing import Any
 
 import orjson
 
+from . import methods
 from .errors import McpError, invalid_params
 
 _VERSION = "s1"
 # Params that a retry adds; everything else must be byte-for-byte the original request.
 MRTR_PARAMS = frozenset({"inputResponses", "requestState", "_meta"})
-MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+MRTR_METHODS = methods.MRTR_METHODS  # the method table's `mrtr` (protocol/methods.py)
 
 
 def _b64e(b: bytes) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
+from ..protocol import methods
 from ..protocol.envelope import Request
 from ..protocol.headers import ParamHeader
 from .registry import Prompt, Resource, ResourceTemplate, Tool
@@ -133,27 +134,28 @@ class Catalog:
 
 
 class _Methods:
-    """The methods the app answers right now: a `Container` for the envelope ladder."""
+    """The methods the app answers right now: a `Container` for the envelope ladder. Which ones exist
+    and the capability each needs are the method table's (protocol/methods.py); whether the capability
+    is declared is this catalog's."""
 
     __slots__ = ("_catalog",)
-
-    _ALWAYS = frozenset({"server/discover"})
 
     def __init__(self, catalog: Catalog) -> None:
         self._catalog = catalog
 
     def __contains__(self, method: object) -> bool:
-        if method in self._ALWAYS:
-            return True
         c = self._catalog
-        if method in ("tools/list", "tools/call"):
+        if method not in methods.APP_METHODS:
+            return method in c.extra_methods
+        capability = methods.CLIENT[method].capability
+        if capability == "tools":
             return c.declares_tools
-        if method in ("prompts/list", "prompts/get"):
+        if capability == "prompts":
             return c.declares_prompts
-        if method in ("resources/list", "resources/templates/list", "resources/read"):
+        if capability == "resources":
             return c.declares_resources
-        if method == "completion/complete":
+        if capability == "completions":
             return bool(c.completions)
-        if method == "subscriptions/listen":
+        if method == "subscriptions/listen":  # it streams changes of whatever the app declares
             return c.declares_tools or c.declares_prompts or c.declares_resources
-        return method in c.extra_methods
+        return True  # server/discover

@@ -7,7 +7,7 @@ import logging
 from collections.abc import AsyncGenerator, Iterable, Iterator, Mapping
 from typing import Any
 
-from ..protocol import errors
+from ..protocol import errors, methods
 from ..protocol.endpoint import KEEPALIVE, Call, ListenEnd, ListenEvent, ListenItem
 from ..protocol.envelope import META_SUBSCRIPTION_ID, Request
 from ..protocol.errors import McpError
@@ -20,11 +20,8 @@ from .catalog import Catalog
 
 log = logging.getLogger("mcp_stateless")
 
-_LIST_EVENTS = {
-    "tools": ("toolsListChanged", "notifications/tools/list_changed"),
-    "prompts": ("promptsListChanged", "notifications/prompts/list_changed"),
-    "resources": ("resourcesListChanged", "notifications/resources/list_changed"),
-}
+# change kind -> (the listen filter's flag, its notification); the kinds are the method table's
+_LIST_EVENTS = {kind: (f"{kind}ListChanged", method) for kind, method in methods.LIST_CHANGED.items()}
 
 
 DEFAULT_MAX_SUBSCRIPTIONS = 1000

@@ -8,6 +8,12 @@ One setting selects the engine, ``open_state(url)``:
                                        ``?events=local`` keeps bus messages in the process)
 ``redis://host:6379/0``                shared by every instance on every machine (``rediss://`` for TLS;
                                        ``?timeout=2`` seconds, ``?prefix=mcp-stateless:`` key prefix)
+``redis-cluster://h1:7000,h2:7001``    a Redis Cluster or Valkey cluster (seed nodes; ``?timeout``,
+                                       ``?prefix``, ``?buckets=16`` due-set groups per namespace,
+                                       ``?wait=N`` replicas to confirm each write, ``?wait_timeout=`` ms)
+``postgresql://user@host:5432/db``     Postgres (the postgres extra; ``?schema=mcp_stateless``,
+                                       ``?pool_min=1&pool_max=10`` connections, ``?timeout=5``,
+                                       ``?sslmode=`` and other libpq parameters pass through)
 """
 
 from __future__ import annotations
@@ -32,7 +38,12 @@ _OWN_PARAMS = {
     "sqlite": frozenset({"timeout", "events", "poll"}),
     "redis": frozenset({"timeout", "prefix"}),
     "rediss": frozenset({"timeout", "prefix"}),
+    "redis-cluster": frozenset({"timeout", "prefix", "buckets", "wait", "wait_timeout"}),
+    "postgresql": frozenset({"timeout", "schema", "pool_min", "pool_max"}),
+    "postgres": frozenset({"timeout", "schema", "pool_min", "pool_max"}),
 }
+_ACCEPTED = ("use memory://, sqlite:///path.db, redis://host:port/db, redis-cluster://host:port[,host:port…] "
+             "or postgresql://user@host:port/db")
 
 
 def open_state(url: str) -> StateBundle:
@@ -44,7 +55,7 @@ def open_state(url: str) -> StateBundle:
 
         return memory.open_bundle(url)
     if scheme not in _OWN_PARAMS:
-        raise ValueError(f"unsupported state URL {redact(url)!r}: use memory://, sqlite:///path.db or redis://host:port/db")
+        raise ValueError(f"unsupported state URL {redact(url)!r}: {_ACCEPTED}")
     own = _OWN_PARAMS[scheme]
     pairs = parse_qsl(parts.query, keep_blank_values=True)
     mine = {k: v for k, v in pairs if k in own}
@@ -60,11 +71,25 @@ def open_state(url: str) -> StateBundle:
         from . import sqlite
 
         return sqlite.open_bundle(url, mine)
+    clean = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(rest), ""))
+    if scheme in ("postgresql", "postgres"):
+        try:
+            from . import postgres
+        except ImportError:  # pragma: no cover - depends on the installed extras
+            raise ValueError(f"{scheme}:// state needs the postgres extra: "
+                             "pip install 'mcp-stateless[postgres]'") from None
+        return postgres.open_bundle(clean, mine)
+    if scheme == "redis-cluster":
+        try:
+            from . import rediscluster
+        except ImportError:  # pragma: no cover - depends on the installed extras
+            raise ValueError("redis-cluster:// state needs the redis extra: "
+                             "pip install 'mcp-stateless[redis]'") from None
+        return rediscluster.open_bundle(clean, mine)
     try:
         from . import redisdb
     except ImportError:  # pragma: no cover - depends on the installed extras
         raise ValueError("redis:// state needs the redis extra: pip install 'mcp-stateless[redis]'") from None
-    clean = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(rest), ""))
     return redisdb.open_bundle(clean, mine)
 
 

@@ -153,12 +153,19 @@ class _TopicQueue(QueueSubscription[bytes]):
 class Fanout:
     """The readers of each topic in this process: what every engine's bus delivers to."""
 
-    def __init__(self, max_backlog: int = 256) -> None:
+    def __init__(self, max_backlog: int = 256, *, on_change: Callable[[], None] | None = None) -> None:
         self.max_backlog = max_backlog
         self._topics: dict[str, set[QueueSubscription[bytes]]] = {}
+        # Called when a topic gains its first reader or loses its last one: a bus that subscribes per
+        # topic on the server (sharded pub/sub, LISTEN) follows the set of topics with it.
+        self._on_change = on_change
 
     def subscribe(self, topic: str) -> QueueSubscription[bytes]:
-        subs = self._topics.setdefault(topic, set())
+        subs = self._topics.get(topic)
+        if subs is None:
+            subs = self._topics[topic] = set()
+            if self._on_change is not None:
+                self._on_change()
         sub = _TopicQueue(self, topic, subs)
         subs.add(sub)
         return sub
@@ -170,6 +177,16 @@ class Fanout:
     def forget_if_unread(self, topic: str) -> None:
         if not self._topics.get(topic, True):
             del self._topics[topic]  # its last reader left (per-session topics come and go)
+            if self._on_change is not None:
+                self._on_change()
+
+    def has(self, topic: str) -> bool:
+        return topic in self._topics
+
+    @property
+    def topics(self) -> frozenset[str]:
+        """The topics that have a reader in this process."""
+        return frozenset(self._topics)
 
     @property
     def listening(self) -> bool:

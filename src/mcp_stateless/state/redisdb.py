@@ -32,7 +32,7 @@ T = TypeVar("T")
 _DOWN = (RedisConnectionError, RedisTimeoutError, OSError, asyncio.TimeoutError)
 
 # KEYS: record, due set. ARGV: data, expiry ms (0: none), due ('' : none), key.
-_CREATE = """
+CREATE_SCRIPT = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'v', 1, 'd', ARGV[1])
 if ARGV[2] ~= '0' then redis.call('PEXPIREAT', KEYS[1], ARGV[2]) end
@@ -41,7 +41,7 @@ return 1
 """
 
 # KEYS: record, due set. ARGV: expected version, data, expiry ms (0: none), due ('': none), key.
-_SWAP = """
+SWAP_SCRIPT = """
 local v = redis.call('HGET', KEYS[1], 'v')
 if (not v) or v ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'v', tonumber(v) + 1, 'd', ARGV[2])
@@ -51,11 +51,11 @@ return 1
 """
 
 
-def _ms(t: float | None) -> str:
+def expiry_ms(t: float | None) -> str:
     return "0" if t is None else str(int(t * 1000) + 1)
 
 
-def _score(t: float | None) -> str:
+def score(t: float | None) -> str:
     return "" if t is None else repr(float(t))
 
 
@@ -113,8 +113,8 @@ class RedisRecords:
 
     async def create(self, ns: str, key: str, data: bytes, *, expires_at: float | None = None,
                      due: float | None = None) -> bool:
-        keys, args = (self._key(ns, key), self._due(ns)), (data, _ms(expires_at), _score(due), key)
-        done = await self.conn.call(lambda r: r.eval(_CREATE, 2, *keys, *args))
+        keys, args = (self._key(ns, key), self._due(ns)), (data, expiry_ms(expires_at), score(due), key)
+        done = await self.conn.call(lambda r: r.eval(CREATE_SCRIPT, 2, *keys, *args))
         return int(done) == 1
 
     async def get(self, ns: str, key: str) -> Versioned | None:
@@ -125,8 +125,8 @@ class RedisRecords:
     async def swap(self, ns: str, key: str, expected_version: int, data: bytes, *,
                    expires_at: float | None = None, due: float | None = None) -> bool:
         keys = (self._key(ns, key), self._due(ns))
-        args = (str(expected_version), data, _ms(expires_at), _score(due), key)
-        done = await self.conn.call(lambda r: r.eval(_SWAP, 2, *keys, *args))
+        args = (str(expected_version), data, expiry_ms(expires_at), score(due), key)
+        done = await self.conn.call(lambda r: r.eval(SWAP_SCRIPT, 2, *keys, *args))
         return int(done) == 1
 
     async def delete(self, ns: str, key: str) -> bool:

@@ -39,9 +39,12 @@ from typing import Any
 from ..protocol import envelope, errors
 from ..protocol.encoding import encode_message
 from ..protocol.endpoint import Call, Endpoint, LegacyEndpoint, ListenEnd, ListenEvent, StdioSession, authenticator_for
-from ..protocol.envelope import Notification, Rejection, Request
+from ..protocol.envelope import Rejection, Request
 from ..protocol.errors import McpError
+from ..protocol.inbound import Cancel, Inbound
+from ..protocol.jsonrpc import RequestId
 from ..protocol.legacy import request_id, requested_version, stdio_era
+from ..protocol.outbox import LineOutbox
 from ..protocol.principal import ANONYMOUS, Authenticator, Challenge, Credentials
 from ..protocol.retirement import Retirement
 from .heap import settle_heap
@@ -95,6 +98,7 @@ class _StdoutProtocol(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self.server._writable.set()
+        self.server.release()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.server.stdout_gone()
@@ -106,16 +110,7 @@ def credentials_from_env(environ: Mapping[str, str]) -> Credentials:
     return Credentials("stdio", {"authorization": value} if value else {})
 
 
-class _LineOutbox:
-    __slots__ = ("live", "server")
-
-    def __init__(self, server: StdioServer) -> None:
-        self.server = server
-        self.live = True
-
-    def emit(self, message: dict[str, Any]) -> None:
-        if self.live:
-            self.server.write(message)
+_Entry = tuple[asyncio.Task[None], LineOutbox | None]  # a request's task and outbox (None: a listen stream)
 
 
 class StdioServer:
@@ -143,11 +138,13 @@ class StdioServer:
         self.max_inflight = max_inflight
         self._out: asyncio.WriteTransport | None = None
         self._out_fd: int | None = None
-        self._inflight: dict[Any, tuple[asyncio.Task[None], _LineOutbox | None]] = {}
+        # the one in-flight table and id rule (protocol/inbound.py); a listen stream has no outbox
+        self._inbound: Inbound[_Entry] = Inbound(endpoint.table, endpoint.supported_versions)
         self._requests = 0  # entries of _inflight that are requests (listen streams are not capped)
         self._call = Call(ANONYMOUS, "stdio")  # replaced by `authenticate()`, once per process
         self._writable = asyncio.Event()  # stdout's backlog is under its high-water mark
         self._writable.set()
+        self._held: set[LineOutbox] = set()  # outboxes waiting for stdout to drain
         self._room = asyncio.Event()  # fewer than max_inflight requests run
         self._room.set()
         self._gone = asyncio.Event()  # stdout is closed: stop
@@ -161,17 +158,32 @@ class StdioServer:
         if self._gone.is_set():
             return
         # A client that simply went away (nothing running) is a normal end; lost work is worth a warning.
-        log.log(logging.WARNING if self._inflight else logging.DEBUG,
-                "stdio: stdout was closed; cancelling %d request(s) and stopping", len(self._inflight))
+        inflight = self._inbound.inflight
+        log.log(logging.WARNING if inflight else logging.DEBUG,
+                "stdio: stdout was closed; cancelling %d request(s) and stopping", len(inflight))
         self._gone.set()
         self._out = None
         self._out_fd = None
-        for task, outbox in list(self._inflight.values()):
+        for task, outbox in inflight:
             if outbox is not None:
-                outbox.live = False
+                outbox.close()
             task.cancel()
 
     # -- output ---------------------------------------------------------------------
+    def _hold(self, outbox: LineOutbox) -> bool:
+        """While stdout is over its high-water mark, requests' notifications wait in their outboxes
+        (bounded there: progress coalesces, logs beyond the bound are dropped) instead of in the pipe."""
+        if self._writable.is_set():
+            return False
+        self._held.add(outbox)
+        return True
+
+    def release(self) -> None:
+        """stdout drained: write what the outboxes held."""
+        held, self._held = self._held, set()
+        for outbox in held:
+            outbox.flush()
+
     def write(self, message: Any) -> None:
         line = encode_message(message) + b"\n"
         try:
@@ -210,68 +222,56 @@ class StdioServer:
         if self._legacy_session is not None:
             self._legacy_session.receive(message)
             return
-        decision = envelope.classify(message, None, self.endpoint.table, self.endpoint.supported_versions)
-        if isinstance(decision, Rejection):
+        decision = self._inbound.receive(message)
+        if isinstance(decision, Request):
+            self._start(decision)
+        elif isinstance(decision, Rejection):
             body = decision.body()
             if body is not None:
                 self.write(body)
-            return
-        if isinstance(decision, Notification):
-            self._notification(decision)
-            return
-        if decision.id in self._inflight:
-            self.write(errors.error_response(decision.id, McpError(
-                errors.INVALID_REQUEST, f"request id {decision.id!r} is already in flight")))
-            return
-        if decision.method == "subscriptions/listen":
-            task = asyncio.get_running_loop().create_task(self._listen(decision))
-            self._inflight[decision.id] = (task, None)
-            task.add_done_callback(functools.partial(self._forget, decision.id, False))
-        else:
-            outbox = _LineOutbox(self)
-            task = asyncio.get_running_loop().create_task(self._request(decision, outbox))
-            self._inflight[decision.id] = (task, outbox)
-            self._requests += 1
-            if self._requests >= self.max_inflight:
-                self._room.clear()
-            task.add_done_callback(functools.partial(self._forget, decision.id, True))
+        elif isinstance(decision, Cancel) and decision.entry is not None:
+            task, outbox = decision.entry
+            if outbox is not None:
+                outbox.close()
+            task.cancel()  # nothing more is written for it
+        # any other notification: nothing a client may send is defined for the modern era
 
-    def _forget(self, rid: Any, is_request: bool, task: asyncio.Task[None]) -> None:
-        entry = self._inflight.get(rid)
-        if entry is not None and entry[0] is task:  # not a later request that reused a cancelled id
-            del self._inflight[rid]
-        if is_request:
+    def _start(self, req: Request) -> None:
+        loop = asyncio.get_running_loop()
+        if req.method == "subscriptions/listen":
+            entry: _Entry = (loop.create_task(self._listen(req)), None)
+            self._inbound.inflight.start(req.id, entry)
+            entry[0].add_done_callback(functools.partial(self._forget, req.id, entry))
+            return
+        outbox = LineOutbox(self.write, self._hold)  # the one bound and drop policy (protocol/outbox.py)
+        entry = (loop.create_task(self._request(req, outbox)), outbox)
+        self._inbound.inflight.start(req.id, entry)
+        self._requests += 1
+        if self._requests >= self.max_inflight:
+            self._room.clear()
+        entry[0].add_done_callback(functools.partial(self._forget, req.id, entry))
+
+    def _forget(self, rid: RequestId, entry: _Entry, task: asyncio.Task[None]) -> None:
+        self._inbound.inflight.finish(rid, entry)  # not a later request that reused a cancelled id
+        if entry[1] is not None:  # a request (listen streams are not capped)
             self._requests -= 1
             if self._requests < self.max_inflight:
                 self._room.set()
         if not task.cancelled() and (failure := task.exception()) is not None:
             log.error("stdio: request %r failed in the transport", rid, exc_info=failure)
 
-    def _notification(self, note: Notification) -> None:
-        if note.method != "notifications/cancelled":
-            return  # nothing else a client may send is defined for the modern era
-        rid = note.params.get("requestId")
-        if isinstance(rid, bool) or not isinstance(rid, str | int):
-            return
-        entry = self._inflight.pop(rid, None)
-        if entry is None:
-            return  # already answered or unknown: cancellations race with responses
-        task, outbox = entry
-        if outbox is not None:
-            outbox.live = False
-        task.cancel()
-
-    async def _request(self, req: Request, outbox: _LineOutbox) -> None:
+    async def _request(self, req: Request, outbox: LineOutbox) -> None:
         reply = await self.endpoint.handle(req, Call(self._call.principal, "stdio", outbox))
-        if outbox.live and req.id in self._inflight:
-            outbox.live = False
+        if outbox.live and req.id in self._inbound.inflight:
+            outbox.flush(force=True)  # what the handler emitted goes before its response
+            outbox.close()
             self.write(reply.message)
 
     async def _listen(self, req: Request) -> None:
         stream = self.endpoint.listen(req, self._call)
         try:
             async for item in stream:
-                if not isinstance(item, ListenEvent | ListenEnd) or req.id not in self._inflight:
+                if not isinstance(item, ListenEvent | ListenEnd) or req.id not in self._inbound.inflight:
                     continue  # a keep-alive has no line on stdio
                 self.write(item.message)
         except McpError as e:
@@ -331,7 +331,7 @@ class StdioServer:
         if self._legacy_session is not None:
             await self._legacy_session.aclose()
         await self.endpoint.drain()
-        pending = [t for t, _ in self._inflight.values()]
+        pending = [t for t, _ in self._inbound.inflight]
         if pending:
             _done, still = await asyncio.wait(pending, timeout=self.drain_timeout)
             for t in still:

@@ -75,6 +75,8 @@ async def main(kind: str, target: str, rest: list[str]) -> dict[str, Any]:
             out["askName"] = text(await session.call_tool("ask_name", {}))
             out["askTwice"] = text(await session.call_tool("ask_twice", {}))
             out["roots"] = text(await session.call_tool("roots_count", {}))
+            await session.call_tool("chatty", {})  # before any setLevel: every level, as official servers send
+            out["logsBeforeSetLevel"], out["logs"] = out["logs"], []
             await session.set_logging_level("info")
             out["chatty"] = text(await session.call_tool("chatty", {}, progress_callback=progress))
             out["read"] = (await session.read_resource("test://watched")).contents[0].text  # type: ignore[union-attr]

@@ -4,6 +4,7 @@ it got back as one JSON object.
 
     python mcp_legacy_client.py <legacy|auto> http <url>
     python mcp_legacy_client.py <legacy|auto> stdio <command> [args...]
+    python mcp_legacy_client.py <legacy|auto> sse <url>     (the 2024-11-05 HTTP+SSE transport)
 """
 
 import json
@@ -13,6 +14,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp import Client
+from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters
 
 
@@ -21,7 +23,8 @@ def text(result: Any) -> str:
 
 
 async def main(mode: str, kind: str, target: str, rest: list[str]) -> dict[str, Any]:
-    server: Any = target if kind == "http" else StdioServerParameters(command=target, args=rest)
+    server: Any = (target if kind == "http" else sse_client(target) if kind == "sse"
+                   else StdioServerParameters(command=target, args=rest))
     out: dict[str, Any] = {"asked": [], "sampled": [], "logs": []}
 
     async def elicit(_ctx: Any, params: Any) -> types.ElicitResult:

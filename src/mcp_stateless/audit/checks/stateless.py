@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...protocol import methods
 from ..engine import Check, Context, Outcome
 from ..wire import FULL_CAPS, Exchange, Message, excerpt, modern
 from .calls import answer, call, short
 
 OTHER_CLIENT = {"name": "another-client", "version": "9.9"}
 
-LIST_METHODS = (("tools/list", "tools"), ("prompts/list", "prompts"), ("resources/list", "resources"),
-                ("resources/templates/list", "resources"))
+# (list method, the capability that declares it), from the one method table
+LIST_METHODS = tuple((m.name, m.capability) for m in methods.CLIENT.values() if m.list_key is not None)
 
 FIX_INSTANCES = (
     "Answer from the request and shared state only: keep registrations identical on every instance, and put "

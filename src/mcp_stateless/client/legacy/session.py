@@ -15,7 +15,7 @@ import logging
 from collections.abc import AsyncIterator, Coroutine, Mapping
 from typing import Any
 
-from ...protocol import jsonrpc
+from ...protocol import jsonrpc, methods
 from ...protocol.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, McpError, method_not_found
 from ...protocol.meta import META_PROGRESS_TOKEN, META_SERVER_INFO
 from ...protocol.sse import iter_messages
@@ -32,10 +32,7 @@ log = logging.getLogger("mcp_stateless.client.legacy")
 
 _HEADER_VERSIONS = frozenset({"2025-06-18", "2025-11-25"})  # versions with the MCP-Protocol-Version header
 _TRANSPORT_NAMES = {"http": "streamable-http"}
-_LISTEN_METHODS = frozenset({
-    "notifications/tools/list_changed", "notifications/prompts/list_changed",
-    "notifications/resources/list_changed", "notifications/resources/updated",
-})
+_LISTEN_METHODS = methods.SESSION_NOTIFICATIONS
 
 
 class LegacySession:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ...protocol import errors
+from ...protocol import errors, methods
 from ...protocol.endpoint import Call, Outbox, Reply
 from ...protocol.envelope import META_SERVER_INFO, Request
 from ...protocol.errors import McpError
@@ -25,13 +25,15 @@ from .sessions import Session, SessionState
 if TYPE_CHECKING:
     from ..app import App
 
-# The App methods a legacy session reaches (discovery, listen and extension methods are modern only).
-BRIDGED_METHODS = frozenset({
-    "tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list", "resources/templates/list",
-    "resources/read", "completion/complete",
-})
+# The App methods a legacy session reaches (discovery, listen and extension methods are modern only):
+# the method table's `bridged` (protocol/methods.py).
+BRIDGED_METHODS = methods.BRIDGED_METHODS
 MAX_ROUNDS = 16  # a handler asking more often than this is looping
 _MODERN_ONLY_FIELDS = ("resultType", "ttlMs", "cacheScope")
+# A 2025 session that never sent `logging/setLevel` gets every level, as the official SDKs' servers send it
+# (the 2025 spec makes setLevel a client's way to *narrow* logs). On the modern path no level means no logs;
+# that per-request opt-in lives in `_meta`, which a 2025 request's level never comes from (see `run`).
+UNSET_LOG_LEVEL = "debug"
 
 
 def legacy_result(result: dict[str, Any]) -> dict[str, Any]:
@@ -58,14 +60,18 @@ async def run(app: App, peer: Peer, session: Session, state: SessionState, req: 
     call = Call(principal, "http" if headers is not None else "stdio", outbox, headers, can_send_request=True)
     emit: Callable[[dict[str, Any]], None] = outbox.emit if outbox is not None else _cannot_ask
     round_params = params
+    # The session's level only: a 2026 `_meta` logLevel on a 2025 request was dropped with `_meta` above.
+    level = state.log_level if state.log_level is not None else UNSET_LOG_LEVEL
     for _ in range(MAX_ROUNDS):
         modern = Request(req.id, req.method, round_params, session.version, session.capabilities,
-                         session.client_info, state.log_level, token)
+                         session.client_info, level, token)
         reply = await app.handle(modern, call)
         result = reply.message.get("result")
         if not isinstance(result, dict) or result.get("resultType") != "input_required":
             if isinstance(result, dict):
                 legacy_result(result)
+            elif reply.error_code == errors.MISSING_CLIENT_CAPABILITY:
+                return missing_capability(req, reply)
             return reply
         try:
             answers = await ask_all(peer, session, result.get("inputRequests") or {}, emit)
@@ -75,6 +81,21 @@ async def run(app: App, peer: Peer, session: Session, state: SessionState, req: 
         if "requestState" in result:
             round_params["requestState"] = result["requestState"]
     return Reply.error(req.id, McpError(errors.INTERNAL_ERROR, f"{req.method} asked for input too often"))
+
+
+def missing_capability(req: LegacyRequest, reply: Reply) -> Reply:
+    """A -32021 refusal in 2025 terms: that code exists only from 2026-07-28 on, and agent frameworks abort
+    a run on a JSON-RPC error where a tool error (`isError`) lets the model go on. So a tool call is answered
+    with a tool error result naming the capability; any other request gets -32600 with the same message
+    and data (the 2025 revisions have no closer code)."""
+    error = reply.message.get("error")
+    error = error if isinstance(error, dict) else {}
+    message = str(error.get("message") or "This request needs a client capability")
+    why = f"{message} (the client did not declare it at initialize)"
+    if req.method == "tools/call":
+        return Reply.result(req.id, {"content": [{"type": "text", "text": why}], "isError": True})
+    data = error.get("data")
+    return Reply.error(req.id, McpError(errors.INVALID_REQUEST, why, data if isinstance(data, dict) else None))
 
 
 def _cannot_ask(message: dict[str, Any]) -> None:

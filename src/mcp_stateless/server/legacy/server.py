@@ -16,9 +16,8 @@ import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from ...protocol import errors
+from ...protocol import errors, methods
+from ...protocol.encoding import decode_exact, encode_record
 from ...protocol.endpoint import (
     KEEPALIVE,
     LegacyAnswer,
@@ -31,6 +30,7 @@ from ...protocol.endpoint import (
 )
 from ...protocol.envelope import LOG_LEVEL_RANK, LOG_LEVELS, Rejection
 from ...protocol.errors import InsufficientScope, McpError, error_response
+from ...protocol.jsonrpc import as_request_id
 from ...protocol.legacy import (
     SERVED_VERSIONS,
     SESSION_HEADER,
@@ -44,7 +44,7 @@ from ...protocol.legacy import (
     session_required,
 )
 from ...protocol.mrtr import MRTR_METHODS
-from ...protocol.principal import Principal
+from ...protocol.principal import ANONYMOUS, Principal
 from ...state import StateBundle
 from ...state.events import ChangeEvent
 from ..context import Context
@@ -52,7 +52,7 @@ from . import bridge
 from .changelog import GET_STREAM, ChangeLog, LoggedEvents
 from .outbox import PendingMessages
 from .peer import Peer
-from .sessions import Session, Sessions, SessionState
+from .sessions import Session, SessionGone, Sessions, SessionState
 from .sse import SseChannels
 from .streams import StreamLog, parse_event_id
 
@@ -62,11 +62,7 @@ if TYPE_CHECKING:
 log_ = logging.getLogger("mcp_stateless.legacy")
 RETRY_MS = 1000  # how long a client waits before reconnecting a dropped stream (SSE `retry`)
 
-_LIST_CHANGED = {
-    "tools": "notifications/tools/list_changed",
-    "prompts": "notifications/prompts/list_changed",
-    "resources": "notifications/resources/list_changed",
-}
+_LIST_CHANGED = methods.LIST_CHANGED  # change kind -> its notification (protocol/methods.py)
 MAX_SESSION_ID = 4096  # characters
 CANCEL_TOPIC = "legacy-cancel"  # `notifications/cancelled` of any instance, read by the one running the call
 
@@ -78,12 +74,30 @@ class LegacyServer:
     (`Last-Event-ID`) after it was sent; `get_log_max`: how many GET-stream events are kept at most;
     `heartbeat_s`: how often a running call says it is alive (a call silent for 5 beats is taken for
     dead, its instance gone: a client resuming its stream gets an error response instead of waiting);
-    `json_within_s`: a call that finishes this quickly without sending anything is answered as JSON."""
+    `json_within_s`: a call that finishes this quickly without sending anything is answered as JSON;
+    `max_inflight_per_session` / `max_inflight_per_principal`: calls (tools/call, prompts/get, ...) one
+    session / one principal may have running on this instance at once - a 2025 call runs to its end after
+    its client left (a disconnect is not a cancel), so without a bound one client could start thousands
+    and hold the tool threads; beyond it a call is refused with HTTP 429 (-32600, `Retry-After`). Anonymous
+    callers share one principal; keep the principal bound below the tool threads (64 under `serve`) so
+    one principal never holds them all; `max_stream_bytes`: what a 2024-11-05 HTTP+SSE stream may have
+    waiting for a client that does not read it before it is closed; `max_sessions_per_principal`: open
+    sessions one authenticated principal may hold (None: unbounded; anonymous callers are not counted,
+    as they share one principal), beyond which `initialize` is refused with HTTP 429 (-32600)."""
 
     def __init__(self, app: App, *, session_ttl_s: float = 24 * 3600.0, request_timeout_s: float = 300.0,
                  keepalive_s: float | None = None, versions: tuple[str, ...] = SERVED_VERSIONS,
                  stream_ttl_s: float = 600.0, get_log_max: int = 10_000, heartbeat_s: float = 2.0,
-                 json_within_s: float = 0.25) -> None:
+                 json_within_s: float = 0.25, max_inflight_per_session: int = 16,
+                 max_inflight_per_principal: int = 32, max_stream_bytes: int = 16 * 1024 * 1024,
+                 max_sessions_per_principal: int | None = 1000) -> None:
+        self.max_sessions_per_principal = max_sessions_per_principal
+        self.max_stream_bytes = max_stream_bytes
+        self.max_inflight_per_session = max_inflight_per_session
+        self.max_inflight_per_principal = max_inflight_per_principal
+        # calls running on this instance, by session key and by principal id (entries at zero are removed)
+        self._inflight_session: collections.Counter[str] = collections.Counter()
+        self._inflight_principal: collections.Counter[str] = collections.Counter()
         self.stream_ttl_s = stream_ttl_s
         self.heartbeat_s = heartbeat_s
         self.json_within_s = json_within_s
@@ -138,6 +152,8 @@ class LegacyServer:
         2024-11-05 SSE stream); None answers on the POST itself."""
         try:
             answer = await self._exchange(http_method, message, headers, principal, can_sse, outbox)
+        except SessionGone as e:  # ended (DELETE) while this exchange was being served
+            answer = LegacyAnswer(404, error_response(None, e))
         except McpError as e:  # e.g. the state store is unreachable
             answer = LegacyAnswer(500 if e.code == errors.INTERNAL_ERROR else 400, error_response(None, e))
         kind = _kind(http_method, message)
@@ -154,7 +170,7 @@ class LegacyServer:
             if isinstance(decision, Rejection):
                 return _rejected(decision)
             if isinstance(decision, LegacyRequest) and decision.method == "initialize":
-                return self._initialize(decision, principal)
+                return await self._initialize(decision, principal)
         rid = decision.id if isinstance(decision, LegacyRequest) else None
         sid = headers.get(SESSION_HEADER)
         if sid is None:
@@ -164,7 +180,7 @@ class LegacyServer:
         if session is None:
             return _rejected(session_not_found(rid))
         state = await sessions.state(session)
-        if state.deleted:
+        if state is None:  # deleted, or its record lost: either way it cannot come back
             return _rejected(session_not_found(rid, "Session not found: it was terminated"))
         hv = headers.get(VERSION_HEADER)
         if hv is not None and hv.strip() != session.version:
@@ -180,7 +196,7 @@ class LegacyServer:
                 return await self._resume(session, last)
             return LegacyAnswer(200, stream=self.events(session))
         if http_method == "DELETE":
-            await sessions.update(session, _terminate)
+            await self.end_session(session)
             return LegacyAnswer(200)
         if isinstance(decision, LegacyNotification):
             if decision.method == "notifications/cancelled":
@@ -195,13 +211,36 @@ class LegacyServer:
         return await self._request(decision, session, state, principal, headers, can_sse, outbox)
 
     # ------------------------------------------------------------------ lifecycle
-    def _initialize(self, req: LegacyRequest, principal: Principal) -> LegacyAnswer:
-        return self.initialize(req, principal)[0]
+    async def _initialize(self, req: LegacyRequest, principal: Principal) -> LegacyAnswer:
+        answer, session = self.initialize(req, principal)
+        refused = None if session is None else await self.start_session(session)
+        if refused is not None:
+            return LegacyAnswer(429, error_response(req.id, refused), headers=(("Retry-After", "60"),))
+        return answer
+
+    def _bounds_sessions(self, session: Session) -> bool:
+        # Anonymous callers share one principal: bounding it would bound every anonymous client together.
+        return self.max_sessions_per_principal is not None and session.principal != ANONYMOUS.id
+
+    async def start_session(self, session: Session) -> McpError | None:
+        """Make the record of a session just issued; or why not (its principal has too many open)."""
+        limit = self.max_sessions_per_principal
+        if limit is not None and self._bounds_sessions(session) and not await self.sessions.admit(session, limit):
+            return McpError(errors.INVALID_REQUEST, f"Too many sessions: this principal has {limit} open; end one "
+                            "(DELETE) or wait for one to expire", {"limit": limit, "scope": "sessions"})
+        await self.sessions.create(session)
+        return None
+
+    async def end_session(self, session: Session) -> None:
+        await self.sessions.end(session)
+        if self._bounds_sessions(session):
+            await self.sessions.forget(session)
 
     def initialize(self, req: LegacyRequest, principal: Principal,
                    versions: tuple[str, ...] | None = None) -> tuple[LegacyAnswer, Session | None]:
-        """The answer to `initialize`, and the session it opened (None when refused). `versions`: what
-        this transport may negotiate (default: the server's)."""
+        """The answer to `initialize`, and the session it opened (None when refused); the caller makes the
+        session's record (`sessions.create`) before the client may use it. `versions`: what this
+        transport may negotiate (default: the server's)."""
         params = req.params
         requested = params.get("protocolVersion")
         caps = params.get("capabilities", {})
@@ -241,12 +280,17 @@ class LegacyServer:
             level = req.params.get("level")
             if level not in LOG_LEVEL_RANK:
                 return _error(req, errors.invalid_params(f"level must be one of {', '.join(LOG_LEVELS)}"))
-            await self.sessions.update(session, lambda s: setattr(s, "log_level", level))
+            try:
+                await self.sessions.update(session, lambda s: setattr(s, "log_level", level))
+            except SessionGone as e:
+                return _rejected(Rejection(404, req.id, e))
             return _ok(req, {})
         if method in ("resources/subscribe", "resources/unsubscribe"):
             uri = req.params.get("uri")
             if not isinstance(uri, str):
                 return _error(req, errors.invalid_params(f"{method} needs params.uri"))
+            if len(uri) > MAX_URI:  # before any lookup: every update rewrites the session's record
+                return _error(req, errors.invalid_params(f"params.uri is longer than {MAX_URI} characters"))
             found = self.app.catalog.find_resource(uri) if method == "resources/subscribe" else None
             if found is not None and found[0].scopes and not found[0].scopes <= principal.scopes:
                 # the session's update notifications would time the changes of a resource it may not read
@@ -254,22 +298,67 @@ class LegacyServer:
             change = _subscribe(uri) if method == "resources/subscribe" else _unsubscribe(uri)
             try:
                 await self.sessions.update(session, change)
+            except SessionGone as e:
+                return _rejected(Rejection(404, req.id, e))
             except McpError as e:
                 return _error(req, e)
             return _ok(req, {})
         if method not in bridge.BRIDGED_METHODS or method not in self.app.table.methods:
             return _error(req, errors.method_not_found(method))
+        refused = self._admit(session)
+        if refused is not None:
+            return LegacyAnswer(429, error_response(req.id, McpError(errors.INVALID_REQUEST, refused[0], refused[1])),
+                                headers=(("Retry-After", "1"),))
+        released = False
+
+        def release(_: object = None) -> None:
+            nonlocal released
+            if not released:
+                released = True
+                self._release(session)
+
         peer = self.peer
         if outbox is None and can_sse and method in MRTR_METHODS:
-            # A call that may notify or ask the client answers on its own SSE stream.
+            # A call that may notify or ask the client answers on its own SSE stream. It may outlive this
+            # exchange (it runs on after the client left), so its place is freed when its task ends.
             def start(outbox: _StreamOutbox) -> Awaitable[Reply]:
                 return bridge.run(self.app, peer, session, state, req, principal, outbox, headers)
 
-            return await self._call(start, session, req.id)
-        return _answer(await bridge.run(self.app, peer, session, state, req, principal, outbox, headers))
+            try:
+                answer = await self._call(start, session, req.id, release)
+            except BaseException:  # e.g. the store failed before the call could start
+                release()
+                raise
+            if answer.stream is None:
+                release()  # answered as JSON: done (the task's own callback then finds it released)
+            return answer
+        try:
+            return _answer(await bridge.run(self.app, peer, session, state, req, principal, outbox, headers))
+        finally:
+            release()
+
+    def _admit(self, session: Session) -> tuple[str, dict[str, Any]] | None:
+        """Take a place for one more call of `session` on this instance; or why not (message, data)."""
+        if self._inflight_session[session.key] >= self.max_inflight_per_session:
+            limit = self.max_inflight_per_session
+            return (f"Too many requests: this session has {limit} calls running already; retry when one ends",
+                    {"limit": limit, "scope": "session"})
+        if self._inflight_principal[session.principal] >= self.max_inflight_per_principal:
+            limit = self.max_inflight_per_principal
+            return (f"Too many requests: {limit} calls of this principal are running already; retry when one ends",
+                    {"limit": limit, "scope": "principal"})
+        self._inflight_session[session.key] += 1
+        self._inflight_principal[session.principal] += 1
+        return None
+
+    def _release(self, session: Session) -> None:
+        for counter, key in ((self._inflight_session, session.key), (self._inflight_principal, session.principal)):
+            counter[key] -= 1
+            if counter[key] <= 0:
+                del counter[key]
 
     async def _call(self, start: Callable[[_StreamOutbox], Awaitable[Reply]],
-                    session: Session, request_id: Any) -> LegacyAnswer:
+                    session: Session, request_id: Any, ended: Callable[[object], None]) -> LegacyAnswer:
         """Run a call that may notify or ask its client. One that finishes within `json_within_s` without
         sending anything is answered as plain JSON (nothing logged: most calls cost no store write); any
         other answers on a resumable SSE stream, logged from its first message on."""
@@ -277,6 +366,7 @@ class LegacyServer:
         await self._watch_cancellations()
         task = asyncio.ensure_future(start(outbox))
         task.add_done_callback(lambda _t: outbox.wake())
+        task.add_done_callback(ended)  # the call's place is free once it ends, however it ends
         key = (session.key, request_id)
         self._calls[key] = task  # cancelling the handler ends the stream without a response
         task.add_done_callback(lambda t: self._calls.pop(key, None) if self._calls.get(key) is t else None)
@@ -294,9 +384,10 @@ class LegacyServer:
     # ------------------------------------------------------------------ cancellation, on any instance
     async def _cancel(self, session: Session, request_id: Any) -> None:
         """`notifications/cancelled` may reach any instance: it is published to all of them."""
-        if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+        rid = as_request_id(request_id)  # the one id rule: `true` or 1.0 cancel nothing
+        if rid is None:
             return
-        await self._state().bus.publish(CANCEL_TOPIC, orjson.dumps([session.key, request_id]))
+        await self._state().bus.publish(CANCEL_TOPIC, encode_record([session.key, rid]))
 
     async def _watch_cancellations(self) -> None:
         """Start (once per process) the reader that cancels this instance's calls named on the bus."""
@@ -312,8 +403,8 @@ class LegacyServer:
                     if payload is None:
                         continue
                     try:
-                        key, rid = orjson.loads(payload)
-                    except (orjson.JSONDecodeError, TypeError, ValueError):
+                        key, rid = decode_exact(payload)  # a 2**64 id stays exact
+                    except (TypeError, ValueError):
                         continue
                     call = self._calls.pop((key, rid), None)
                     if call is not None:
@@ -352,11 +443,15 @@ class LegacyServer:
     async def _resume(self, session: Session, last_event_id: str) -> LegacyAnswer:
         """A GET with `Last-Event-ID`: the rest of that stream, on whichever instance."""
         parsed = parse_event_id(last_event_id)
-        if parsed is not None and parsed[0] == GET_STREAM:
+        if parsed is None:
+            return _rejected(Rejection(400, None, McpError(
+                errors.INVALID_REQUEST, "Bad Request: Last-Event-ID must be an event id this server sent "
+                "(<stream>:<number>)")))
+        if parsed[0] == GET_STREAM:
             return LegacyAnswer(200, stream=self.events(session, after=parsed[1]))
         streams = self.streams
-        owner = None if parsed is None else await streams.owner(parsed[0])
-        if parsed is None or owner is None or owner.get("s") != session.key:
+        owner = await streams.owner(parsed[0])
+        if owner is None or owner.get("s") != session.key:
             return _rejected(Rejection(400, None, McpError(
                 errors.INVALID_REQUEST, "Last-Event-ID names no stream of this session (it may have expired)")))
         return LegacyAnswer(200, stream=streams.replay(*parsed))
@@ -377,33 +472,23 @@ class LegacyServer:
             while True:
                 while (entry := await log.next_after(position)) is not None:
                     position, change = entry
-                    try:
-                        message = await self._notification(session, change)
-                    except _SessionEnded:
+                    # Every event is checked against the session (one read): a stream opened before a
+                    # DELETE - on whichever instance - delivers nothing after it.
+                    state = await self.sessions.state(session)
+                    if state is None:
                         return
+                    message = _notification(state, change)
                     if message is not None:
                         yield SseEvent(message, id=f"{GET_STREAM}:{position}")
                 woke = await sub.get(keepalive)
                 if woke is None:
+                    if await self.sessions.state(session) is None:
+                        return  # ended while quiet: the stream ends within one keep-alive interval
                     yield KEEPALIVE
                 elif woke.kind == "end":
                     return
         finally:
             sub.close()
-
-    async def _notification(self, session: Session, event: ChangeEvent) -> dict[str, Any] | None:
-        """What `event` means to this session: a notification, or None (not its concern); raises
-        `_SessionEnded` when the session was terminated meanwhile."""
-        notify = _LIST_CHANGED.get(event.kind)
-        if notify is not None:
-            return {"jsonrpc": "2.0", "method": notify}
-        if event.kind == "resource_updated" and event.uri is not None:
-            state = await self.sessions.state(session)
-            if state.deleted:
-                raise _SessionEnded
-            if event.uri in state.subscriptions:
-                return {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": event.uri}}
-        return None
 
     # ------------------------------------------------------------------ the 2024-11-05 HTTP+SSE transport
     async def sse_open(self, principal: Principal) -> tuple[str, AsyncGenerator[LegacyItem, None]]:
@@ -428,8 +513,14 @@ class LegacyServer:
         return LegacyStdioSession(self, principal, write)
 
 
-class _SessionEnded(Exception):
-    pass
+def _notification(state: SessionState, event: ChangeEvent) -> dict[str, Any] | None:
+    """What `event` means to a live session: a notification, or None (not its concern)."""
+    notify = _LIST_CHANGED.get(event.kind)
+    if notify is not None:
+        return {"jsonrpc": "2.0", "method": notify}
+    if event.kind == "resource_updated" and event.uri is not None and event.uri in state.subscriptions:
+        return {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": event.uri}}
+    return None
 
 
 def close_stream(ctx: Context) -> bool:
@@ -507,12 +598,11 @@ async def _heartbeat(log: StreamLog, stream: str) -> None:
             log_.warning("a legacy call's heartbeat failed: %s", e.message, extra={"era": "legacy"})
 
 
-def _terminate(state: SessionState) -> None:
-    state.deleted = True
-    state.subscriptions = []
-
-
 MAX_SUBSCRIPTIONS = 1000  # per session: the shared record stays small
+MAX_URI = 4096  # characters of a subscribed URI
+# the URIs of one session's subscriptions together: each subscribe rewrites the whole record (and every GET
+# stream event reads it), so its size, not only its count, is bounded
+MAX_SUBSCRIBED_CHARS = 64 * 1024
 
 
 def _subscribe(uri: str) -> Callable[[SessionState], None]:
@@ -520,6 +610,9 @@ def _subscribe(uri: str) -> Callable[[SessionState], None]:
         if uri not in state.subscriptions:
             if len(state.subscriptions) >= MAX_SUBSCRIPTIONS:
                 raise errors.invalid_params(f"a session may subscribe to at most {MAX_SUBSCRIPTIONS} resources")
+            if sum(map(len, state.subscriptions)) + len(uri) > MAX_SUBSCRIBED_CHARS:
+                raise errors.invalid_params(
+                    f"a session's subscribed URIs may total at most {MAX_SUBSCRIBED_CHARS} characters")
             state.subscriptions.append(uri)
 
     return change

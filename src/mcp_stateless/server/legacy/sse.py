@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import collections
 import contextlib
 import logging
 import os
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ...protocol import errors
-from ...protocol.encoding import decode_exact
+from ...protocol.encoding import decode_exact, encode_message
 from ...protocol.endpoint import KEEPALIVE, LegacyAnswer, LegacyItem, SseEvent
 from ...protocol.envelope import Rejection
 from ...protocol.errors import McpError, error_response
@@ -39,7 +40,7 @@ from ...protocol.legacy import (
 )
 from ...protocol.mrtr import StateContext, seal, unseal
 from ...protocol.principal import Principal
-from .outbox import BACKLOG, PendingMessages
+from .outbox import PendingMessages
 from .sessions import Session
 from .streams import entry
 
@@ -86,7 +87,7 @@ class SseChannels:
     async def _stream(self, key: str, sub: Any, principal: Principal) -> AsyncGenerator[LegacyItem, None]:
         server = self.server
         keepalive = server.keepalive_s if server.keepalive_s is not None else server.app.listen_keepalive_s
-        out: asyncio.Queue[LegacyItem | None] = asyncio.Queue(maxsize=BACKLOG)
+        out = _ByteBoundedQueue(server.max_stream_bytes)
         session: Session | None = None
         events: asyncio.Task[None] | None = None
 
@@ -95,17 +96,28 @@ class SseChannels:
             stream = server.events(s)
             try:
                 async for item in stream:
-                    if isinstance(item, SseEvent) and item.message is not None:
-                        await out.put(item)
+                    if (isinstance(item, SseEvent) and item.message is not None
+                            and not out.put(item, len(encode_message(item.message)))):
+                        await overflowed()
+                        return
             finally:
                 await stream.aclose()
+
+        async def overflowed() -> None:
+            # The response itself is stuck behind the client's full socket (the generator waits at its
+            # `yield` until the client reads), so the channel and its session end now, from here: POSTs
+            # get 404 at once, and nothing more is queued for it.
+            log.warning("a 2024-11-05 SSE client is not reading its stream (over %d bytes waiting): closed",
+                        out.max_bytes, extra={"era": "legacy"})
+            await self._ended(key, session)
 
         async def read_channel() -> None:
             nonlocal session, events
             while True:
                 payload = await sub.get(keepalive)
                 if payload is None:
-                    await out.put(KEEPALIVE)
+                    if out.empty():  # a client with messages waiting needs no keep-alive
+                        out.put(KEEPALIVE, 0)
                     continue
                 try:
                     got = decode_exact(payload)
@@ -114,14 +126,16 @@ class SseChannels:
                 if not isinstance(got, dict):
                     continue
                 if "m" in got:
-                    await out.put(SseEvent(got["m"]))
+                    if not out.put(SseEvent(got["m"]), len(payload)):
+                        await overflowed()
+                        return
                 elif isinstance(got.get("s"), str) and session is None:
                     session = server.sessions.open(got["s"], principal.id)
                     if session is not None:
                         events = asyncio.ensure_future(session_events(session))
 
         reader = asyncio.ensure_future(read_channel())
-        reader.add_done_callback(lambda _t: out.put_nowait(None) if not out.full() else None)
+        reader.add_done_callback(lambda _t: out.close())
         try:
             while True:
                 item = await out.get()
@@ -139,12 +153,10 @@ class SseChannels:
 
     async def _ended(self, key: str, session: Session | None) -> None:
         """The stream is gone: so is its channel, and the session it carried."""
-        from .server import _terminate
-
         with contextlib.suppress(Exception):
             await self.server._state().records.delete(CHANNEL_NS, key)
             if session is not None:
-                await self.server.sessions.update(session, _terminate)
+                await self.server.end_session(session)
 
     # ------------------------------------------------------------------ POST: any instance
     async def post(self, token: str, message: Any, headers: Mapping[str, str], principal: Principal) -> LegacyAnswer:
@@ -170,6 +182,10 @@ class SseChannels:
                 return _rejected(Rejection(400, rid, McpError(
                     errors.INVALID_REQUEST, "this SSE session is initialized already")))
             answer, session = server.initialize(decision, principal, SSE_VERSIONS)
+            refused = None if session is None else await server.start_session(session)
+            if refused is not None:
+                await state.bus.publish(topic, entry(error_response(decision.id, refused)))
+                return LegacyAnswer(202)
             if session is not None:
                 sid = dict(answer.headers)[SESSION_HEADER]
                 if not await state.records.swap(CHANNEL_NS, key, got.version, sid.encode(),
@@ -181,6 +197,12 @@ class SseChannels:
             server.counters[("initialize", 202)] += 1
             return LegacyAnswer(202)
         if not got.data:
+            if isinstance(decision, LegacyRequest):
+                # As the 2024-11-05 transport answers every request: 202 here, the answer on the stream.
+                # Auto-negotiating clients probe with `server/discover` first; a JSON-RPC error (not an
+                # HTTP 400, which their SSE transports only log) is what makes them fall back to initialize.
+                await state.bus.publish(topic, entry(error_response(decision.id, _before_initialize(decision))))
+                return LegacyAnswer(202)
             return _rejected(Rejection(400, rid, McpError(errors.INVALID_REQUEST, "send initialize first")))
         sid = got.data.decode()
         scoped = {**headers, SESSION_HEADER: sid}
@@ -224,6 +246,61 @@ class SseChannels:
         finally:
             if not work.done():
                 work.cancel()
+
+
+def _before_initialize(req: LegacyRequest) -> McpError:
+    if req.method == "server/discover":
+        return McpError(errors.METHOD_NOT_FOUND, "Method not found: server/discover (this is the 2024-11-05 "
+                        "HTTP+SSE transport: send initialize)")
+    return McpError(errors.INVALID_REQUEST, f"send initialize first ({req.method} before initialize)")
+
+
+class _ByteBoundedQueue:
+    """A stream's messages waiting for its client, bounded by their bytes (a count bounds nothing when
+    each message may be megabytes). Over the bound the stream is closed: a client that does not read its
+    stream loses it (and its session), rather than the process growing without end. One message is always
+    let in when none waits, so a single large response still reaches a client that reads."""
+
+    __slots__ = ("_closed", "_items", "_ready", "bytes", "max_bytes")
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._items: collections.deque[tuple[LegacyItem, int]] = collections.deque()
+        self._ready = asyncio.Event()
+        self._closed = False
+
+    def empty(self) -> bool:
+        return not self._items
+
+    def put(self, item: LegacyItem, size: int) -> bool:
+        """Queue `item`; False (and the queue closed) when it would take the waiting bytes over the bound."""
+        if self._closed:
+            return False
+        if self._items and self.bytes + size > self.max_bytes:
+            self.close()
+            return False
+        self._items.append((item, size))
+        self.bytes += size
+        self._ready.set()
+        return True
+
+    def close(self) -> None:
+        self._closed = True
+        self._items.clear()
+        self.bytes = 0
+        self._ready.set()
+
+    async def get(self) -> LegacyItem | None:
+        """The next item; None once closed."""
+        while not self._items:
+            if self._closed:
+                return None
+            self._ready.clear()
+            await self._ready.wait()
+        item, size = self._items.popleft()
+        self.bytes -= size
+        return item
 
 
 def _rejected(r: Rejection) -> LegacyAnswer:

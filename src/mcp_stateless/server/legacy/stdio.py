@@ -18,22 +18,18 @@ from ...protocol import errors
 from ...protocol.endpoint import SseEvent
 from ...protocol.envelope import Rejection
 from ...protocol.errors import McpError, error_response
-from ...protocol.legacy import LegacyNotification, LegacyRequest, LegacyResponse, classify
+from ...protocol.inbound import Cancel, Inbound
+from ...protocol.jsonrpc import RequestId
+from ...protocol.legacy import LegacyNotification, LegacyRequest, LegacyResponse
+from ...protocol.outbox import LineOutbox
 from ...protocol.principal import Principal
-from .sessions import Session
+from .sessions import Session, SessionState
 
 if TYPE_CHECKING:
     from .server import LegacyServer
 
 
-class _Writer:
-    __slots__ = ("write",)
-
-    def __init__(self, write: Callable[[dict[str, Any]], None]) -> None:
-        self.write = write
-
-    def emit(self, message: dict[str, Any]) -> None:
-        self.write(message)
+_Entry = tuple[asyncio.Task[None], LineOutbox]
 
 
 class LegacyStdioSession:
@@ -42,19 +38,28 @@ class LegacyStdioSession:
         self.principal = principal
         self.write = write
         self.session: Session | None = None
-        self._inflight: dict[Any, asyncio.Task[None]] = {}
+        # the one in-flight table and request-id rule of every transport (protocol/inbound.py)
+        self._inbound: Inbound[_Entry] = Inbound(legacy=True)
         self._events: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[bool]] = set()
+        self._created: asyncio.Task[None] | None = None
 
     def receive(self, message: Any) -> None:
-        decision = classify(message)
+        decision = self._inbound.receive(message)
         if isinstance(decision, Rejection):
             body = decision.body()
             if body is not None:
                 self.write(body)
             return
+        if isinstance(decision, Cancel):
+            if decision.entry is not None:
+                task, outbox = decision.entry
+                outbox.close()
+                task.cancel()  # nothing more is written for it
+            return
         if isinstance(decision, LegacyNotification):
-            self._notification(decision)
+            if decision.method == "notifications/initialized" and self.session is not None and self._events is None:
+                self._events = asyncio.get_running_loop().create_task(self._pump_events(self.session))
             return
         loop = asyncio.get_running_loop()
         if isinstance(decision, LegacyResponse):
@@ -63,43 +68,44 @@ class LegacyStdioSession:
                 self._background.add(answering)  # keep a reference until it is done
                 answering.add_done_callback(self._background.discard)
             return
+        if not isinstance(decision, LegacyRequest):  # pragma: no cover - a legacy Inbound gives no modern kinds
+            return
         if decision.method == "initialize":
             answer, session = self.server.initialize(decision, self.principal)
             if session is not None:
                 self.session = session
+                # made before any later request of the session reads it (each awaits this first)
+                self._created = loop.create_task(self.server.sessions.create(session))
             if answer.body is not None:
                 self.write(answer.body)
             return
         if self.session is None:
             self.write(error_response(decision.id, McpError(errors.INVALID_REQUEST, "send initialize first")))
             return
-        if decision.id in self._inflight:
-            self.write(error_response(decision.id, McpError(
-                errors.INVALID_REQUEST, f"request id {decision.id!r} is already in flight")))
-            return
-        task = loop.create_task(self._request(decision, self.session))
-        self._inflight[decision.id] = task
-        task.add_done_callback(functools.partial(self._forget, decision.id))
+        # the same bound and drop policy as every transport (protocol/outbox.py); server->client
+        # requests are never dropped
+        outbox = LineOutbox(self.write)
+        entry = (loop.create_task(self._request(decision, self.session, outbox)), outbox)
+        self._inbound.inflight.start(decision.id, entry)
+        entry[0].add_done_callback(functools.partial(self._finished, decision.id, entry))
 
-    def _forget(self, rid: Any, task: asyncio.Task[None]) -> None:
-        if self._inflight.get(rid) is task:
-            del self._inflight[rid]
+    def _finished(self, rid: RequestId, entry: _Entry, _task: asyncio.Task[None]) -> None:
+        self._inbound.inflight.finish(rid, entry)
 
-    def _notification(self, note: LegacyNotification) -> None:
-        if note.method == "notifications/initialized" and self.session is not None and self._events is None:
-            self._events = asyncio.get_running_loop().create_task(self._pump_events(self.session))
-        elif note.method == "notifications/cancelled":
-            task = self._inflight.pop(note.params.get("requestId"), None)
-            if task is not None:
-                task.cancel()  # nothing more is written for it
-
-    async def _request(self, req: LegacyRequest, session: Session) -> None:
-        state = await self.server.sessions.state(session)
-        answer = await self.server._request(req, session, state, self.principal, None, False, _Writer(self.write))
-        if answer.body is not None and req.id in self._inflight:
+    async def _request(self, req: LegacyRequest, session: Session, outbox: LineOutbox) -> None:
+        if self._created is not None:
+            await self._created
+        # One process is one session (no DELETE on stdio): a record the store lost ends nothing here.
+        state = await self.server.sessions.state(session) or SessionState()
+        answer = await self.server._request(req, session, state, self.principal, None, False, outbox)
+        if answer.body is not None and req.id in self._inbound.inflight:
+            outbox.flush(force=True)  # what the handler emitted goes before its response
+            outbox.close()
             self.write(answer.body)
 
     async def _pump_events(self, session: Session) -> None:
+        if self._created is not None:
+            await self._created
         stream = self.server.events(session)
         try:
             async for item in stream:
@@ -109,7 +115,7 @@ class LegacyStdioSession:
             await stream.aclose()
 
     async def aclose(self) -> None:
-        tasks = [*self._inflight.values(), *([self._events] if self._events is not None else [])]
+        tasks = [*(task for task, _ in self._inbound.inflight), *([self._events] if self._events is not None else [])]
         for t in tasks:
             t.cancel()
         for t in tasks:

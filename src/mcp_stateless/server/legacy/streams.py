@@ -34,9 +34,14 @@ def stream_topic(stream: str) -> str:
     return f"legacy-stream:{stream}"
 
 
+MAX_SEQ_DIGITS = 18  # no stream ever numbers this many events; int() of 5,000 digits raises (and costs)
+
+
 def parse_event_id(value: str) -> tuple[str, int] | None:
+    """``<stream>:<n>`` as this server sent it, or None. `n` is ASCII digits only: `str.isdigit` also
+    accepts ``\xb2`` and other Unicode digits, which `int()` then refuses."""
     stream, sep, seq = value.strip().rpartition(":")
-    if not sep or not stream or not seq.isdigit():
+    if not sep or not stream or not (0 < len(seq) <= MAX_SEQ_DIGITS and seq.isascii() and seq.isdigit()):
         return None
     return stream, int(seq)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import mcp_stateless
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 INIT = Path(mcp_stateless.__file__)
 
 
