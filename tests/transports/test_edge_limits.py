@@ -207,3 +207,106 @@ def test_under_a_low_open_file_limit_many_idle_connections_do_not_lock_out_a_rea
             for s in idle:
                 s.close()
         assert proc.poll() is None
+
+
+# -- the request head's size (431, as nginx and h11 refuse an oversized head) ------------------------------
+
+def assert_431(reply: bytes, what: str) -> None:
+    head, _, payload = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 431 Request Header Fields Too Large\r\n"), reply[:200]
+    assert b"connection: close" in head.lower()
+    err = orjson.loads(payload)["error"]
+    assert err == {"code": -32600, "message": what}, err
+
+
+def send_quietly(sock: socket.socket, data: bytes, chunk: int = 65536) -> int:
+    """Send `data` in chunks until the server closes on us; how many bytes went out."""
+    sent = 0
+    with contextlib.suppress(OSError):
+        for i in range(0, len(data), chunk):
+            sock.sendall(data[i:i + chunk])
+            sent += chunk
+    return sent
+
+
+def test_a_two_mebibyte_header_value_is_refused_with_431_and_the_server_keeps_serving(server: str) -> None:
+    port = port_of(server)
+    head, data = request_bytes(port)
+    huge = head.replace(b"\r\n\r\n", b"\r\nx-big: " + b"a" * (2 << 20) + b"\r\n\r\n")
+    start = time.monotonic()
+    with connect(port) as s:
+        send_quietly(s, huge + data)
+        got, _ = read_until_closed(s, 10)
+    assert_431(got, "Request head larger than 65536 bytes")
+    assert time.monotonic() - start < 2.0
+    assert post(server, body(9, "server/discover")).json()["id"] == 9
+
+
+def test_two_hundred_thousand_header_lines_are_refused_with_431(server: str) -> None:
+    port = port_of(server)
+    head, data = request_bytes(port)
+    many = head.replace(b"\r\n\r\n", b"\r\n" + b"x: y\r\n" * 200_000 + b"\r\n")
+    with connect(port) as s:
+        send_quietly(s, many + data)
+        got, _ = read_until_closed(s, 10)
+    assert_431(got, "More than 100 request header fields")
+
+
+def test_a_hundred_and_one_small_header_fields_are_refused_a_hundred_are_served(server: str) -> None:
+    port = port_of(server)
+    head, data = request_bytes(port)
+    base = head.count(b"\r\n") - 2  # the request's own header fields
+    for extra, refused in ((100 - base, False), (101 - base, True)):
+        fields = b"".join(b"x-%d: y\r\n" % i for i in range(extra))
+        with connect(port) as s:
+            s.sendall(head.replace(b"\r\n\r\n", b"\r\n" + fields + b"\r\n") + data)
+            s.settimeout(5)
+            got = s.recv(65536)
+        if refused:
+            assert_431(got, "More than 100 request header fields")
+        else:
+            assert got.startswith(b"HTTP/1.1 200 "), got[:200]
+
+
+def test_a_head_just_under_the_cap_and_a_large_body_in_the_same_read_are_served(server: str) -> None:
+    """The cap counts the head only: a body that arrives in the same read is not part of it."""
+    port = port_of(server)
+    msg = body(3, "tools/call", {"name": "echo", "arguments": {"text": "b" * 150_000}})
+    head, data = request_bytes(port, msg)
+    head = head.replace(b"\r\n\r\n", b"\r\nmcp-name: echo\r\n\r\n")
+    pad = 65536 - len(head) - len(b"x-pad: \r\n")
+    head = head.replace(b"\r\n\r\n", b"\r\nx-pad: " + b"p" * pad + b"\r\n\r\n")
+    assert len(head) == 65536
+    with connect(port) as s:
+        s.sendall(head + data)
+        s.settimeout(5)
+        got = s.recv(65536)
+        got += s.recv(65536)
+    assert got.startswith(b"HTTP/1.1 200 "), got[:400]
+
+
+def test_other_clients_stay_responsive_while_a_huge_head_arrives(server: str) -> None:
+    """A 64 MiB header value took the loop for seconds (quadratic joins in the parser); now it is cut off
+    at the cap and a concurrent client's requests stay fast."""
+    import threading
+    port = port_of(server)
+    head, _ = request_bytes(port)
+    results: list[bytes] = []
+
+    def attack() -> None:
+        with connect(port) as s:
+            s.sendall(head[:-2])
+            send_quietly(s, b"x-big: " + b"a" * (64 << 20), chunk=1 << 20)
+            results.append(read_until_closed(s, 10)[0])
+
+    t = threading.Thread(target=attack)
+    t.start()
+    worst = 0.0
+    for i in range(10):
+        start = time.monotonic()
+        assert post(server, body(i, "server/discover")).status_code == 200
+        worst = max(worst, time.monotonic() - start)
+    t.join(20)
+    assert not t.is_alive()
+    assert_431(results[0], "Request head larger than 65536 bytes")
+    assert worst < 2.0, worst  # a loaded 2-core CI box; the old code stalled ~3 s on an idle one

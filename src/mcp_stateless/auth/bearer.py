@@ -7,6 +7,11 @@ once per ``min_refresh_interval`` per issuer, so a flood of made-up kids cannot 
 ``iss``, ``exp``, ``nbf`` and ``aud`` (this server's canonical resource URI, RFC 8707) are enforced.
 Tokens that are not JWTs go to RFC 7662 introspection when it is configured, with a short cache.
 
+Every fetch from an authorization server (metadata, JWKS, introspection) is time-boxed as a whole
+(`timeout`, however slowly the bytes trickle) and size-capped while it is read (`max_document_bytes`), so
+a slow or hostile server costs a prompt 503, never a stalled request or a memory blow-up. A token is
+size-capped (`max_token_bytes`) before any work, and both caches key on its SHA-256 digest.
+
 Nothing about a token (its value, its claims) or a client secret goes into a log line or a refusal:
 refusals name the rule that failed, never the input.
 """
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import logging
 import time
 from collections import OrderedDict
@@ -38,6 +44,10 @@ log = logging.getLogger("mcp_stateless.auth")
 # Asymmetric algorithms only: an "HS256" token would be checked against a public key as a secret.
 DEFAULT_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
 _AT_JWT = frozenset({"at+jwt", "application/at+jwt"})
+# A JWT access token with a generous claim set is a few KiB; far past that is an attack, refused unparsed.
+DEFAULT_MAX_TOKEN_BYTES = 16 * 1024
+# A metadata document, a JWKS or an introspection answer: real ones are a few KiB.
+DEFAULT_MAX_DOCUMENT_BYTES = 1024 * 1024
 
 
 class TokenRejected(Exception):
@@ -53,6 +63,9 @@ class Introspection:
     """RFC 7662 introspection for opaque tokens, with this resource server's client credentials.
 
     `endpoint` None: taken from the (single) trusted issuer's metadata ``introspection_endpoint``.
+    `issuer`: the trusted issuer whose endpoint this is (default: the first trusted issuer). A token
+    introspected there is that issuer's: an answer naming another issuer in ``iss`` is refused, never
+    credited to the issuer it names (even a trusted one).
     Answers are cached for `cache_seconds` (bounded by the token's own ``exp``), so a revoked token
     stops working within that time."""
 
@@ -61,6 +74,7 @@ class Introspection:
     endpoint: str | None = None
     cache_seconds: float = 30.0
     cache_size: int = 10_000
+    issuer: str | None = None
 
     def __repr__(self) -> str:  # never print the secret
         return f"Introspection(client_id={self.client_id!r}, endpoint={self.endpoint!r})"
@@ -103,6 +117,8 @@ class BearerAuthenticator:
         min_refresh_interval: float = 30.0,
         timeout: float = 5.0,
         verified_cache_size: int = 4096,
+        max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
+        max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
     ) -> None:
         if not issuers:
             raise ValueError("BearerAuthenticator needs at least one trusted issuer")
@@ -113,15 +129,24 @@ class BearerAuthenticator:
         self.required_scopes = frozenset(required_scopes)
         self._scope_list = list(dict.fromkeys(required_scopes))
         self._introspection = introspection
-        self._introspected: OrderedDict[str, tuple[float, Principal | None]] = OrderedDict()
+        if introspection is not None and introspection.issuer is not None and introspection.issuer not in issuers:
+            raise ValueError("Introspection.issuer must be one of the trusted issuers")
+        self._introspecting_issuer = (introspection.issuer if introspection is not None and introspection.issuer
+                                      else next(iter(issuers)))
+        # Keyed by the token's digest (a cache of whole tokens is as large as the tokens sent). Successes and
+        # refusals are bounded apart, so a flood of made-up tokens evicts only other refusals.
+        self._introspected: OrderedDict[bytes, tuple[float, Principal]] = OrderedDict()
+        self._introspect_refused: OrderedDict[bytes, float] = OrderedDict()
         # perf: a verified JWT's principal, until its exp: the signature check (~130 µs for RS256) is paid
         # once per token, not once per request. Bounded (oldest dropped); only verified tokens get in.
-        self._verified: OrderedDict[str, tuple[float, Principal]] = OrderedDict()
+        self._verified: OrderedDict[bytes, tuple[float, Principal]] = OrderedDict()
         self._verified_size = verified_cache_size
         self._algorithms = list(algorithms)
         self._leeway = leeway
         self._min_refresh = min_refresh_interval
         self._timeout = timeout
+        self._max_token = max_token_bytes
+        self._max_document = max_document_bytes
         self._http: httpx.AsyncClient | None = None
         self._metadata_url = metadata_url(resource)
         doc = orjson.dumps(protected_resource_metadata(
@@ -137,12 +162,14 @@ class BearerAuthenticator:
         header = credentials.headers.get("authorization")
         if header is None:
             return self._bare
+        if len(header) > self._max_token + 32:  # before any parsing: "Bearer " and some whitespace fit
+            return self._invalid(f"token larger than {self._max_token} bytes")
         kind, _, token = header.partition(" ")
         token = token.strip()
         if kind.lower() != "bearer" or not token:
             return self._invalid("the Authorization header must be 'Bearer <token>'")
         # perf: a token seen before is answered here, without the coroutine of `verify`
-        hit = self._verified.get(token)
+        hit = self._verified.get(_digest(token))
         if hit is not None and hit[0] + self._leeway >= time.time():
             principal = hit[1]
         else:
@@ -177,14 +204,17 @@ class BearerAuthenticator:
     # -- verification -----------------------------------------------------------------------
     async def verify(self, token: str) -> Principal:
         """The principal a token stands for, or `TokenRejected` / `IssuerUnavailable`."""
-        hit = self._verified.get(token)
+        if len(token) > self._max_token:
+            raise TokenRejected(f"token larger than {self._max_token} bytes")
+        key = _digest(token)
+        hit = self._verified.get(key)
         if hit is not None:
             if hit[0] + self._leeway >= time.time():
                 return hit[1]
-            del self._verified[token]
+            del self._verified[key]
         if token.count(".") != 2:
             if self._introspection is not None:
-                return await self._introspect(token)
+                return await self._introspect(token, key)
             raise TokenRejected("not a JWT")
         try:
             compact = jws.extract_compact(token.encode("ascii"))
@@ -211,7 +241,7 @@ class BearerAuthenticator:
         principal = self._principal(issuer.issuer, claims)
         nbf = claims.get("nbf")
         if nbf is None or nbf - self._leeway <= time.time():  # _check_claims made sure exp is a number
-            self._verified[token] = (float(claims["exp"]), principal)
+            self._verified[key] = (float(claims["exp"]), principal)
             if len(self._verified) > self._verified_size:
                 self._verified.popitem(last=False)
         return principal
@@ -251,14 +281,39 @@ class BearerAuthenticator:
             self._http = httpx.AsyncClient(timeout=self._timeout, follow_redirects=False)
         return self._http
 
-    async def _get_json(self, url: str) -> dict[str, Any]:
-        resp = await self._client().get(url, headers={"accept": "application/json"})
-        if resp.status_code != 200:
-            raise IssuerUnavailable(f"GET {url}: HTTP {resp.status_code}")
-        body = resp.json()
+    async def _fetch_json(self, what: str, method: str, url: str, **kw: Any) -> dict[str, Any]:
+        """One JSON object from an authorization server, or `IssuerUnavailable`: the whole exchange within
+        `timeout` (httpx's own timeout is per read, so a server trickling a byte a second never trips it)
+        and the body capped while it is read (a declared or streamed 300 MiB JWKS is not buffered)."""
+        cap = self._max_document
+        try:
+            async with asyncio.timeout(self._timeout), self._client().stream(method, url, **kw) as resp:
+                if resp.status_code != 200:
+                    raise IssuerUnavailable(f"{what}: HTTP {resp.status_code}")
+                declared = resp.headers.get("content-length", "")
+                if declared.isdigit() and int(declared) > cap:
+                    raise IssuerUnavailable(f"{what}: body larger than {cap} bytes")
+                chunks: list[bytes] = []
+                size = 0
+                async for chunk in resp.aiter_bytes():  # decoded: a compressed bomb is capped too
+                    size += len(chunk)
+                    if size > cap:
+                        raise IssuerUnavailable(f"{what}: body larger than {cap} bytes")
+                    chunks.append(chunk)
+        except TimeoutError:
+            raise IssuerUnavailable(f"{what}: no complete answer within {self._timeout:g} s") from None
+        except httpx.HTTPError as e:
+            raise IssuerUnavailable(f"{what}: {type(e).__name__}") from None
+        try:
+            body = orjson.loads(b"".join(chunks))
+        except orjson.JSONDecodeError:
+            raise IssuerUnavailable(f"{what}: not JSON") from None
         if not isinstance(body, dict):
-            raise IssuerUnavailable(f"GET {url}: not a JSON object")
+            raise IssuerUnavailable(f"{what}: not a JSON object")
         return body
+
+    async def _get_json(self, url: str) -> dict[str, Any]:
+        return await self._fetch_json(f"GET {url}", "GET", url, headers={"accept": "application/json"})
 
     async def _metadata(self, issuer: _Issuer) -> dict[str, Any]:
         if issuer.metadata is not None:
@@ -294,8 +349,12 @@ class BearerAuthenticator:
                 uri = meta.get("jwks_uri")
                 if not isinstance(uri, str):
                     raise IssuerUnavailable(f"{issuer.issuer} metadata has no jwks_uri")
-                fresh = KeySet.import_key_set(await self._get_json(uri))  # type: ignore[arg-type]
-            except (httpx.HTTPError, ValueError, JoseError) as e:
+                jwks = await self._get_json(uri)
+                if not isinstance(jwks.get("keys"), list):  # RFC 7517 §5: a JWK Set is {"keys": [...]}
+                    raise IssuerUnavailable(f"JWKS of {issuer.issuer} has no \"keys\" list")
+                fresh = KeySet.import_key_set(jwks)  # type: ignore[arg-type]
+            except (httpx.HTTPError, ValueError, JoseError, KeyError, TypeError, AttributeError) as e:
+                # A malformed key set is the issuer's fault: unavailable (503), not an internal error.
                 raise IssuerUnavailable(f"JWKS of {issuer.issuer}: {type(e).__name__}") from None
             issuer.keys = fresh
             log.info("fetched %d signing keys of %s", len(fresh.keys), issuer.issuer)
@@ -304,46 +363,38 @@ class BearerAuthenticator:
         return fresh
 
     # -- introspection ----------------------------------------------------------------------
-    async def _introspect(self, token: str) -> Principal:
+    async def _introspect(self, token: str, key: bytes) -> Principal:
         conf = self._introspection
         assert conf is not None
         now = time.monotonic()
-        hit = self._introspected.get(token)
+        hit = self._introspected.get(key)
         if hit is not None and hit[0] > now:
-            if hit[1] is None:
-                raise TokenRejected("inactive")
             return hit[1]
+        refused = self._introspect_refused.get(key)
+        if refused is not None and refused > now:
+            raise TokenRejected("inactive")
         endpoint = conf.endpoint
         if endpoint is None:
-            issuer = next(iter(self._issuers.values()))
+            issuer = self._issuers[self._introspecting_issuer]
             endpoint = (await self._metadata(issuer)).get("introspection_endpoint")
             if not isinstance(endpoint, str):
                 raise IssuerUnavailable("the issuer advertises no introspection_endpoint")
         basic = base64.b64encode(f"{conf.client_id}:{conf.client_secret}".encode()).decode("ascii")
-        try:
-            resp = await self._client().post(endpoint, data={"token": token},
-                                             headers={"authorization": f"Basic {basic}", "accept": "application/json"})
-        except httpx.HTTPError as e:
-            raise IssuerUnavailable(f"introspection: {type(e).__name__}") from None
-        if resp.status_code != 200:
-            raise IssuerUnavailable(f"introspection: HTTP {resp.status_code}")
-        try:
-            answer = resp.json()
-        except ValueError:
-            raise IssuerUnavailable("introspection: not JSON") from None
+        answer = await self._fetch_json("introspection", "POST", endpoint, data={"token": token},
+                                        headers={"authorization": f"Basic {basic}", "accept": "application/json"})
         principal: Principal | None = None
         until = now + conf.cache_seconds
-        if isinstance(answer, dict) and answer.get("active") is True:
-            # RFC 7662 `iss` is optional: absent, the token is the introspecting issuer's; present, it must be a
-            # trusted one (an answer naming another issuer is not credited to ours).
-            iss = answer.get("iss", next(iter(self._issuers)))
+        if answer.get("active") is True:
+            # RFC 7662 `iss` is optional: absent, the token is the introspecting issuer's; present, it must be
+            # that issuer (an endpoint of issuer A cannot vouch for a token of issuer B, even a trusted one).
+            iss = answer.get("iss", self._introspecting_issuer)
             claims = dict(answer)
             # RFC 7662 `sub` is optional; a client_credentials token's subject is its client
             if "sub" not in claims and isinstance(answer.get("client_id"), str):
                 claims["sub"] = answer["client_id"]
             try:
-                if not isinstance(iss, str) or iss not in self._issuers:
-                    raise TokenRejected("introspected token of an untrusted issuer")
+                if iss != self._introspecting_issuer:
+                    raise TokenRejected("introspected token of another issuer")
                 self._check_claims(claims)
                 principal = self._principal(iss, claims)
             except TokenRejected:
@@ -351,12 +402,20 @@ class BearerAuthenticator:
             exp = answer.get("exp")
             if isinstance(exp, int | float):
                 until = min(until, now + (exp - time.time()))
-        self._introspected[token] = (until, principal)
+        if principal is None:
+            self._introspect_refused[key] = until
+            if len(self._introspect_refused) > conf.cache_size:  # bounded: drop the oldest refusals
+                self._introspect_refused.popitem(last=False)
+            raise TokenRejected("inactive")
+        self._introspect_refused.pop(key, None)
+        self._introspected[key] = (until, principal)
         if len(self._introspected) > conf.cache_size:  # bounded: drop the oldest answers
             self._introspected.popitem(last=False)
-        if principal is None:
-            raise TokenRejected("inactive")
         return principal
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
 
 
 def _has_kid(keys: KeySet, kid: str | None) -> bool:

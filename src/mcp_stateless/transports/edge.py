@@ -12,6 +12,10 @@ httptools protocol with those gaps closed:
 - a request head not complete within `header_timeout` of its first byte gets 408 and is closed;
 - a body not complete within `body_timeout` of the end of its head gets 408 (if nothing was answered
   yet) and the connection is closed; the application sees `http.disconnect`;
+- a request head larger than `max_head_bytes` or with more than `max_header_count` header lines gets 431
+  and is closed, counted on the raw bytes before the parser sees them: httptools joins a header value
+  split over many reads by concatenation (quadratic in its size, on the event loop), so an unbounded head
+  would stall every other client;
 - at `max_connections` open connections, a new one evicts the connection that has waited longest
   without a complete request (idle or still sending its head); when every connection is busy with a
   request, the newcomer gets 503 and is closed. Real requests are served while idle sockets pile up.
@@ -41,6 +45,7 @@ log = logging.getLogger("mcp_stateless.http")
 _IDLE = 0  # nothing: no request in progress, or the application is answering one
 _HEAD = 1  # the rest of a request head
 _BODY = 2  # the rest of a request body
+_LINGER = 2.0  # seconds a refused connection's further bytes are read and dropped before it is closed
 
 
 def _refusal(status: int, reason: bytes, message: str) -> bytes:
@@ -64,6 +69,13 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._armed = _IDLE  # what `_since` is the start of
         self._since = 0.0  # loop time: when the connection began waiting for `_armed` (or connected)
         self._watchdog: asyncio.TimerHandle | None = None
+        # The head being received: True from the connection's start and after each complete message until
+        # the parser reports the headers complete (parser callbacks below); bytes and line breaks so far.
+        self._in_head = True
+        self._head_bytes = 0
+        self._head_lines = 0
+        self._head_tail = b""  # the last 3 bytes of the head so far: a blank line split across reads
+        self._discarding = False  # refused: what still arrives is dropped until the lingering close
 
     def _waiting_for(self) -> int:
         cycle = self.cycle
@@ -110,6 +122,10 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         return True
 
     def data_received(self, data: bytes) -> None:
+        if self._in_head and not self._head_within_limits(data):
+            return
+        if self._discarding:
+            return
         super().data_received(data)
         waiting = self._waiting_for()
         if waiting == self._armed:
@@ -121,6 +137,50 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if self._watchdog is None:
             self._watchdog = self.loop.call_at(self._deadline(), self._expire)
         # else: the armed watchdog fires at its old deadline and re-arms for this one
+
+    # -- the head's size ----------------------------------------------------------------------------
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        self._head_bytes = self._head_lines = 0
+        self._head_tail = b""
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._in_head = True  # what follows is the next request's head (pipelined or keep-alive)
+
+    def _head_within_limits(self, data: bytes) -> bool:
+        """Count `data` into the head so far (only up to its end: a body may follow in the same read);
+        past a limit answer 431, close, and return False so the parser never sees it."""
+        joined = self._head_tail + data
+        end = joined.find(b"\r\n\r\n")
+        # When the head ends in this read, count no byte of what follows it (a body).
+        counted = data if end < 0 else data[:max(0, end + 4 - len(self._head_tail))]
+        self._head_tail = joined[-3:]
+        self._head_bytes += len(counted)
+        self._head_lines += counted.count(b"\n")
+        limits = self._limits
+        # Line breaks: the request line and the blank line are not header fields.
+        if self._head_bytes <= limits.max_head_bytes and self._head_lines <= limits.max_header_count + 2:
+            return True
+        if self._head_bytes > limits.max_head_bytes:
+            message = f"Request head larger than {limits.max_head_bytes} bytes"
+        else:
+            message = f"More than {limits.max_header_count} request header fields"
+        log.debug("closing %s: %s", self._peer(), message)
+        self._in_head = False
+        self.transport.write(_refusal(431, b"Request Header Fields Too Large", message))
+        # Lingering close (as nginx does): closing with the client's bytes still unread sends a TCP reset,
+        # and the reset destroys the 431 before the client reads it. Half-close, drop what still arrives
+        # (costs nothing) and close for good a moment later.
+        self._discarding = True
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        self.loop.call_later(_LINGER, self.transport.close)
+        return False
+
+    def _peer(self) -> str:
+        return f"{self.client[0]}:{self.client[1]}" if self.client else "a client"
 
     # -- the watchdog -----------------------------------------------------------------------------
     def _deadline(self) -> float:
@@ -144,7 +204,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if deadline > self.loop.time():  # armed for an earlier request, or a later phase: not yet
             self._watchdog = self.loop.call_at(deadline, self._expire)
             return
-        peer = f"{self.client[0]}:{self.client[1]}" if self.client else "a client"
+        peer = self._peer()
         if waiting == _HEAD:
             log.debug("closing %s: request head not complete within %g s", peer, self._limits.header_timeout)
             self.transport.write(_refusal(408, b"Request Timeout",

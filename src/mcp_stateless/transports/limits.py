@@ -16,3 +16,8 @@ class EdgeLimits:
     header_timeout: float = 10.0
     body_timeout: float = 30.0
     max_connections: int = 1000
+    # The request head (request line + header lines): nginx refuses past 4 x 8 KiB buffers, Apache past 100
+    # fields. Past either bound the head is refused with 431 before the parser has seen much of it; an
+    # Authorization header (a JWT of a few KiB) fits with room to spare.
+    max_head_bytes: int = 64 * 1024
+    max_header_count: int = 100
