@@ -1,20 +1,66 @@
 #!/usr/bin/env bash
-# Mutation test of the critical core (the modules in [tool.mutmut] only_mutate, pyproject.toml):
-# mutmut copies the package into mutants/, plants one small bug at a time and runs the selected tests.
-# A surviving mutant is a bug no test notices. Results, the score and every survivor: docs/mutation.md.
-# Usage: bash scripts/mutation.sh [max-children] [mutant-glob ...]
+# Mutation test of one target: mutmut plants one small bug at a time in a copy of the package and runs the
+# tests that cover it. A surviving mutant is a bug no test notices. Scores and survivors: docs/mutation.md.
+# Usage: bash scripts/mutation.sh [TARGET] [max-children] [mutant-glob ...]
+#   TARGET: `core` (default: the modules in [tool.mutmut] only_mutate) or a table of
+#           [tool.mcp-stateless.mutation] in pyproject.toml (e.g. auth, audit-checks, legacy), which names
+#           the modules to mutate and the tests that may kill them.
 #   max-children: default 1 (the machine is shared; runs at low priority)
-#   mutant-glob: run only the mutants whose names match (fnmatch), e.g. 'mcp_stateless.tasks.runtime.*_renew__mutmut_*'
+#   mutant-glob: run only the mutants whose names match (fnmatch), e.g. 'mcp_stateless.auth.bearer.*'
+# The run happens in a scratch copy of the tracked files (uncommitted edits included), so the checkout stays
+# usable and several targets can run side by side; the results land in mutants/results-TARGET.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -x .venv/bin/mutmut ] || .venv/bin/pip install -q -e '.[dev,mutation]'
-rm -rf mutants
-# mutmut's own sys.path juggling must import the mutated copy, not the editable install.
+root=$PWD
+target="${1:-core}"
+shift || true
 children="${1:-1}"
 shift || true
-nice -n 10 timeout "${MUTATION_TIMEOUT:-3600}" .venv/bin/mutmut run --max-children "$children" "$@"
+[ -x .venv/bin/mutmut ] || .venv/bin/pip install -q -e '.[dev,mutation]'
+
+work=$(mktemp -d "/tmp/mutation-$target.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - 2>/dev/null | tar -xf - -C "$work"
+# What the tests find beside the package (the venvs, Node and its packages): shared, not copied.
+for d in .venv .cache tools/node/node_modules; do
+    if [ -e "$d" ]; then
+        mkdir -p "$work/$(dirname "$d")" "$work/mutants/$(dirname "$d")"
+        ln -s "$root/$d" "$work/$d"
+        ln -s "$root/$d" "$work/mutants/$d"
+    fi
+done
+.venv/bin/python - "$target" "$work/pyproject.toml" <<'EOF'
+"""Make TARGET's table the [tool.mutmut] configuration of the scratch copy."""
+import json
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+target, path = sys.argv[1], Path(sys.argv[2])
+text = path.read_text()
+config = tomllib.loads(text)
+if target != "core":
+    targets = config["tool"]["mcp-stateless"]["mutation"]
+    if target not in targets:
+        sys.exit(f"unknown target {target!r}: one of core, {', '.join(sorted(targets))}")
+    chosen = targets[target]
+    table = dict(config["tool"]["mutmut"])
+    table["only_mutate"] = chosen["only_mutate"]
+    table["pytest_add_cli_args_test_selection"] = chosen["tests"]
+    body = "".join(f"{key} = {json.dumps(value)}\n" for key, value in table.items())
+    text = re.sub(r"(?ms)^\[tool\.mutmut\]\n.*?(?=^\[)", lambda _: "[tool.mutmut]\n" + body + "\n", text)
+    path.write_text(text)
+EOF
+cd "$work"
+# mutmut's own sys.path juggling imports the mutated copy (mutants/src first), not the editable install.
+nice -n 10 timeout "${MUTATION_TIMEOUT:-3600}" "$root/.venv/bin/mutmut" run --max-children "$children" "$@" || true
+mkdir -p "$root/mutants"
 # Without globs every mutant is listed; with globs only those run (the rest show as "not checked").
-.venv/bin/mutmut results --all true | grep -v ': not checked' | tee mutants/results.txt
-killed=$(grep -c ': killed' mutants/results.txt || true)
-total=$(grep -c ': ' mutants/results.txt || true)
-echo "score: ${killed}/${total} killed"
+"$root/.venv/bin/mutmut" results --all true | grep -v ': not checked' | tee "$root/mutants/results-$target.txt"
+killed=$(grep -c ': killed' "$root/mutants/results-$target.txt" || true)
+total=$(grep -c ': ' "$root/mutants/results-$target.txt" || true)
+echo "score ($target): ${killed}/${total} killed"
+# Per module: killed / mutants.
+sed -E 's/^ *([^:]*)\.x(_|ǁ).*: (.*)$/\1 \3/' "$root/mutants/results-$target.txt" |
+    awk '{n[$1]++; if ($2 == "killed") k[$1]++} END {for (m in n) printf "  %s %d / %d\n", m, k[m], n[m]}' | sort
