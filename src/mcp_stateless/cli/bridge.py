@@ -69,12 +69,13 @@ def run(args: argparse.Namespace) -> int:
     serve.check_port_free(config.host, config.port)
     from ..transports import serve_http
     from ..transports.health import health_routes
+    from ..transports.http import HttpTransport
     from ..transports.limits import EdgeLimits
 
     bridge = make_bridge(args, config)
-    transport = serve_http.http_transport(
+    transport = serve_http.drained(HttpTransport(
         bridge, path=config.path, origin_policy=config.origin_policy(), max_body=config.max_body,
-        instance=config.instance_name, public_url=config.resource_url, routes=health_routes(bridge.readiness))
+        instance=config.instance_name, public_url=config.resource_url, routes=health_routes(bridge.readiness)))
     limits = EdgeLimits(config.idle_timeout, config.header_timeout, config.body_timeout, config.max_connections)
     return serve_http.run(transport, host=config.host, port=config.port, log_level=config.log_level,
                           limits=limits, tool_threads=config.tool_threads,
