@@ -30,7 +30,6 @@ import asyncio
 import collections
 import contextlib
 import logging
-import secrets
 import zlib
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -47,7 +46,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from .base import STATE_ERRORS, StateBundle, StateUnavailable, Versioned, redact
 from .events import ChangeEventBus, Fanout, SharedSubscription
 from .handles import HandleStore
-from .redisdb import CREATE_SCRIPT, SWAP_SCRIPT, expiry_ms, score
+from .redisdb import CREATE_SCRIPT, SWAP_SCRIPT, deliver_framed, expiry_ms, new_origin, score
 
 log = logging.getLogger("mcp_stateless.state")
 
@@ -284,9 +283,6 @@ class RedisClusterRecords:
         await self.conn.aclose()
 
 
-_ORIGIN_LEN = 16
-
-
 class _NodeReader:
     """One master's pub/sub connection: subscribes to the shard channels `want` names (changed by the bus
     between reads, on the reader's own task, so one coroutine owns the connection) and delivers messages."""
@@ -356,7 +352,7 @@ class RedisClusterBus:
         self.conn = conn
         self._channel_prefix = f"{conn.prefix}bus:"
         self._fanout = Fanout(on_change=self._wake)
-        self._origin = secrets.token_hex(_ORIGIN_LEN // 2).encode()
+        self._origin = new_origin()
         self._ready: dict[str, asyncio.Event] = {}
         self._readers: dict[str, _NodeReader] = {}
         self._manager: asyncio.Task[None] | None = None
@@ -409,11 +405,7 @@ class RedisClusterBus:
             raise StateUnavailable(self.conn.where, f"cannot subscribe to the bus topic {topic!r}") from None
 
     def deliver(self, channel: str, data: bytes) -> None:
-        if not channel.startswith(self._channel_prefix) or len(data) < _ORIGIN_LEN:
-            log.warning("ignored a malformed bus message on %s", channel)
-            return
-        if data[:_ORIGIN_LEN] != self._origin:
-            self._fanout.deliver(channel[len(self._channel_prefix):], data[_ORIGIN_LEN:])
+        deliver_framed(self._fanout, self._channel_prefix, self._origin, channel, data)
 
     async def _place(self, stale: bool) -> None:
         """Give each master's reader the channels whose slots it owns now."""

@@ -167,7 +167,22 @@ class RedisRecords:
         await self.conn.aclose()
 
 
-_ORIGIN_LEN = 16
+ORIGIN_LEN = 16
+
+
+def new_origin() -> bytes:
+    """This process's bus origin: the prefix of every message it publishes, so it can skip its own."""
+    return secrets.token_hex(ORIGIN_LEN // 2).encode()
+
+
+def deliver_framed(fanout: Fanout, prefix: str, origin: bytes, channel: str, data: bytes) -> None:
+    """Hand the payload of a bus message on `channel` to `fanout`'s readers of its topic, unless it is
+    malformed (not under `prefix`, shorter than an origin) or this process's own."""
+    if not channel.startswith(prefix) or len(data) < ORIGIN_LEN:
+        log.warning("ignored a malformed bus message on %s", channel)
+        return
+    if data[:ORIGIN_LEN] != origin:
+        fanout.deliver(channel[len(prefix):], data[ORIGIN_LEN:])
 
 
 class RedisBus:
@@ -178,7 +193,7 @@ class RedisBus:
         self.conn = conn
         self._channel_prefix = f"{conn.prefix}bus:"
         self._fanout = Fanout()
-        self._origin = secrets.token_hex(_ORIGIN_LEN // 2).encode()
+        self._origin = new_origin()
         self._reader: asyncio.Task[None] | None = None
         self._live: asyncio.Event | None = None
 
@@ -208,11 +223,7 @@ class RedisBus:
 
     def _deliver(self, channel: bytes | str, data: bytes) -> None:
         name = channel.decode() if isinstance(channel, bytes) else channel
-        if not name.startswith(self._channel_prefix) or len(data) < _ORIGIN_LEN:
-            log.warning("ignored a malformed bus message on %s", name)
-            return
-        if data[:_ORIGIN_LEN] != self._origin:
-            self._fanout.deliver(name[len(self._channel_prefix):], data[_ORIGIN_LEN:])
+        deliver_framed(self._fanout, self._channel_prefix, self._origin, name, data)
 
     async def _read(self, live: asyncio.Event) -> None:
         backoff = 0.1
