@@ -76,6 +76,22 @@ def headers_for(message: Mapping[str, Any], **overrides: str | None) -> dict[str
     return h
 
 
+def open_legacy_session(url: str, capabilities: Mapping[str, Any] | None = None, *, version: str = "2025-11-25",
+                        initialized: bool = False) -> dict[str, str]:
+    """Initialize a 2025-era session over Streamable HTTP (and, `initialized`, send notifications/initialized):
+    the headers its later requests carry."""
+    r = httpx.post(url, headers={"accept": ACCEPT_BOTH}, json={
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": version, "capabilities": dict(capabilities or {}),
+                   "clientInfo": {"name": "t", "version": "0"}}})
+    assert r.status_code == 200, r.text
+    headers = {"accept": ACCEPT_BOTH, "mcp-session-id": r.headers["mcp-session-id"], "mcp-protocol-version": version}
+    if initialized:
+        assert httpx.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                          headers=headers).status_code == 202
+    return headers
+
+
 # --------------------------------------------------------------------------- SSE
 def parse_sse(text: str) -> tuple[list[dict[str, Any]], list[str]]:
     """(JSON messages from `data:` fields, comment lines) of an SSE body."""

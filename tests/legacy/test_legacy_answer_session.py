@@ -10,11 +10,9 @@ from typing import Any
 
 import httpx
 
+from helpers import open_legacy_session
 from mcp_stateless import App, Context
 from mcp_stateless.server.legacy import LegacyServer
-
-V = "2025-11-25"
-ACCEPT = "application/json, text/event-stream"
 
 
 def _app() -> App:
@@ -28,22 +26,10 @@ def _app() -> App:
     return app
 
 
-def _open(url: str) -> dict[str, str]:
-    r = httpx.post(url, headers={"accept": ACCEPT}, json={
-        "jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": V, "capabilities": {"elicitation": {}},
-                   "clientInfo": {"name": "t", "version": "0"}}})
-    assert r.status_code == 200, r.text
-    headers = {"accept": ACCEPT, "mcp-session-id": r.headers["mcp-session-id"], "mcp-protocol-version": V}
-    assert httpx.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
-                      headers=headers).status_code == 202
-    return headers
-
-
 def test_an_answer_from_another_session_of_the_same_principal_is_not_delivered(served: Callable[..., Any]) -> None:
     app = _app()
     s = served(app, legacy=LegacyServer(app))
-    asked, other = _open(s.url), _open(s.url)
+    asked, other = (open_legacy_session(s.url, {"elicitation": {}}, initialized=True) for _ in range(2))
     call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "ask_name", "arguments": {}}}
     statuses: list[tuple[int, Any]] = []
     final: list[dict[str, Any]] = []

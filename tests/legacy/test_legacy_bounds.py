@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from helpers import open_legacy_session
 from mcp_stateless import App
 from mcp_stateless.server.legacy import LegacyServer
 from mcp_stateless.server.legacy.server import MAX_SUBSCRIBED_CHARS, MAX_URI
@@ -32,14 +33,6 @@ def _app() -> App:
     return app
 
 
-def _open(url: str) -> dict[str, str]:
-    r = httpx.post(url, headers={"accept": ACCEPT}, json={
-        "jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": V, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
-    assert r.status_code == 200, r.text
-    return {"accept": ACCEPT, "mcp-session-id": r.headers["mcp-session-id"], "mcp-protocol-version": V}
-
-
 def _subscribe(client: httpx.Client, url: str, headers: dict[str, str], uri: str, id_: int) -> dict[str, Any]:
     r = client.post(url, headers=headers, json={"jsonrpc": "2.0", "id": id_, "method": "resources/subscribe",
                                                 "params": {"uri": uri}})
@@ -51,7 +44,7 @@ def _subscribe(client: httpx.Client, url: str, headers: dict[str, str], uri: str
 def test_a_subscribed_uri_and_a_sessions_subscriptions_are_bounded_in_size(served: Callable[..., Any]) -> None:
     app = _app()
     s = served(app, legacy=LegacyServer(app))
-    session = _open(s.url)
+    session = open_legacy_session(s.url)
     with httpx.Client(timeout=30) as client:
         huge = _subscribe(client, s.url, session, "test://" + "x" * (1 << 20), 1)  # 1 MiB
         assert huge["error"]["code"] == -32602 and f"longer than {MAX_URI}" in huge["error"]["message"]

@@ -9,11 +9,10 @@ from typing import Any
 
 import httpx
 
+from helpers import open_legacy_session
 from mcp_stateless import App
 from mcp_stateless.server.legacy import LegacyServer
 
-V = "2025-11-25"
-ACCEPT = "application/json, text/event-stream"
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
 
 
@@ -27,14 +26,6 @@ def _app() -> App:
     return app
 
 
-def _open(url: str) -> dict[str, str]:
-    r = httpx.post(url, headers={"accept": ACCEPT}, json={
-        "jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": V, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
-    assert r.status_code == 200, r.text
-    return {"accept": ACCEPT, "mcp-session-id": r.headers["mcp-session-id"], "mcp-protocol-version": V}
-
-
 def _ping(url: str, headers: dict[str, str]) -> tuple[int, Any]:
     r = httpx.post(url, json=PING, headers=headers)
     body = r.json()
@@ -44,7 +35,7 @@ def _ping(url: str, headers: dict[str, str]) -> tuple[int, Any]:
 def test_a_session_lives_exactly_its_configured_lifetime(served: Callable[..., Any]) -> None:
     app = _app()
     short = served(app, legacy=LegacyServer(app, session_ttl_s=1.0))
-    headers = _open(short.url)
+    headers = open_legacy_session(short.url)
     assert _ping(short.url, headers) == (200, {})  # alive at once: the lifetime is not read as milliseconds
     time.sleep(1.6)
     assert _ping(short.url, headers) == (404, -32001)  # and gone after it: not read as 1,000 s either
@@ -53,7 +44,7 @@ def test_a_session_lives_exactly_its_configured_lifetime(served: Callable[..., A
 def test_the_default_lifetime_outlasts_a_short_pause(served: Callable[..., Any]) -> None:
     app = _app()
     s = served(app, legacy=LegacyServer(app))
-    headers = _open(s.url)
+    headers = open_legacy_session(s.url)
     time.sleep(1.6)
     assert _ping(s.url, headers) == (200, {})
 
@@ -64,7 +55,7 @@ def test_a_deleted_session_stays_deleted_for_as_long_as_its_id_is_valid(served: 
     one is refused)."""
     app = _app()
     s = served(app, legacy=LegacyServer(app, session_ttl_s=3.0))
-    headers = _open(s.url)
+    headers = open_legacy_session(s.url)
     assert httpx.delete(s.url, headers=headers).status_code in (200, 204)
     assert _ping(s.url, headers) == (404, -32001)
     time.sleep(1.5)  # half the lifetime: the id still unseals, so only the missing record refuses it

@@ -10,12 +10,10 @@ from typing import Any
 
 import httpx
 
-from helpers import headers_for
+from helpers import headers_for, open_legacy_session
 from mcp_stateless import App, Context
 from mcp_stateless.server.legacy import LegacyServer
 
-V = "2025-11-25"
-ACCEPT = "application/json, text/event-stream"
 LEVEL = "io.modelcontextprotocol/logLevel"
 
 
@@ -30,14 +28,6 @@ def _app() -> App:
         return "done"
 
     return app
-
-
-def _open(url: str) -> dict[str, str]:
-    r = httpx.post(url, headers={"accept": ACCEPT}, json={
-        "jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": V, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
-    assert r.status_code == 200, r.text
-    return {"accept": ACCEPT, "mcp-session-id": r.headers["mcp-session-id"], "mcp-protocol-version": V}
 
 
 def _messages(r: httpx.Response) -> list[dict[str, Any]]:
@@ -66,14 +56,14 @@ ALL = [("debug", "debug line"), ("info", "info line"), ("error", "error line")]
 def test_a_2025_session_that_never_set_a_level_gets_every_level(served: Callable[..., Any]) -> None:
     app = _app()
     s = served(app, legacy=LegacyServer(app))
-    session = _open(s.url)
+    session = open_legacy_session(s.url)
     assert _logs(_call(s.url, session)) == ALL
 
 
 def test_set_level_narrows_and_a_2026_meta_level_does_not_reach_the_2025_session(served: Callable[..., Any]) -> None:
     app = _app()
     s = served(app, legacy=LegacyServer(app))
-    session = _open(s.url)
+    session = open_legacy_session(s.url)
     # a 2026-style per-request level on a 2025 request: not the 2025 way, ignored (neither narrows nor silences)
     assert _logs(_call(s.url, session, {LEVEL: "error"}, 2)) == ALL
     set_level = httpx.post(s.url, headers=session, json={
@@ -94,7 +84,7 @@ def _modern(level: str | None) -> dict[str, Any]:
 def test_the_2025_default_does_not_reach_2026_requests(served: Callable[..., Any]) -> None:
     app = _app()
     s = served(app, legacy=LegacyServer(app))
-    session = _open(s.url)  # a 2025 session exists (and logs at every level) on the same server
+    session = open_legacy_session(s.url)  # a 2025 session exists (and logs at every level) on the same server
     modern = headers_for({"method": "tools/call", "params": {"name": "chatty", "_meta": _modern(None)}})
     quiet = _call(s.url, modern, _modern(None))
     assert quiet.headers["content-type"] == "application/json" and _logs(quiet) == []

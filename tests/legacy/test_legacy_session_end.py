@@ -11,13 +11,12 @@ from typing import Any
 
 import httpx
 
+from helpers import open_legacy_session
 from mcp_stateless import App
 from mcp_stateless.protocol.principal import ANONYMOUS
 from mcp_stateless.server.legacy import LegacyServer
 from mcp_stateless.server.legacy.sessions import SESSION_NS
 
-V = "2025-11-25"
-ACCEPT = "application/json, text/event-stream"
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
 
 
@@ -30,14 +29,6 @@ def _app() -> App:
         return "changed"
 
     return app
-
-
-def _open(url: str) -> dict[str, str]:
-    r = httpx.post(url, headers={"accept": ACCEPT}, json={
-        "jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": V, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
-    assert r.status_code == 200, r.text
-    return {"accept": ACCEPT, "mcp-session-id": r.headers["mcp-session-id"], "mcp-protocol-version": V}
 
 
 class GetStream:
@@ -83,7 +74,7 @@ CHANGED = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
 def test_a_get_stream_opened_before_delete_delivers_nothing_after_it(served: Callable[..., Any]) -> None:
     app = _app()
     s = served(app, legacy=LegacyServer(app, keepalive_s=30.0))  # no keep-alive tick ends it: the event must
-    doomed, other = _open(s.url), _open(s.url)
+    doomed, other = open_legacy_session(s.url), open_legacy_session(s.url)
     stream = GetStream(s.url, doomed)
     try:
         _change_tools(s.url, other, 1)
@@ -102,7 +93,7 @@ def test_a_get_stream_opened_before_delete_delivers_nothing_after_it(served: Cal
 def test_a_quiet_get_stream_ends_within_a_keepalive_of_delete(served: Callable[..., Any]) -> None:
     app = _app()
     s = served(app, legacy=LegacyServer(app, keepalive_s=0.3))
-    session = _open(s.url)
+    session = open_legacy_session(s.url)
     stream = GetStream(s.url, session)
     try:
         time.sleep(0.5)
@@ -130,7 +121,7 @@ def test_a_deleted_session_stays_deleted_when_the_store_loses_its_record(served:
     app = _app()
     server = LegacyServer(app)
     s = served(app, legacy=server)
-    headers = _open(s.url)
+    headers = open_legacy_session(s.url)
     assert httpx.delete(s.url, headers=headers).status_code == 200
     _lose_record(s, server, headers)
     assert _ping(s.url, headers) == (404, -32001)
@@ -144,7 +135,7 @@ def test_a_session_whose_record_was_lost_is_refused_not_started_afresh(served: C
     app = _app()
     server = LegacyServer(app)
     s = served(app, legacy=server)
-    headers = _open(s.url)
+    headers = open_legacy_session(s.url)
     assert _ping(s.url, headers) == (200, {})
     _lose_record(s, server, headers)
     assert _ping(s.url, headers) == (404, -32001)  # the client re-initializes, as a 404 tells it to
