@@ -14,6 +14,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -68,12 +69,7 @@ def http_server(argv: Sequence[str], what: str, path: str = "/mcp", **popen: obj
         wait_port(port, proc, what)
         yield f"http://127.0.0.1:{port}{path}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        stop_process(proc, grace=10)
 
 
 class RedisServer:
@@ -114,14 +110,21 @@ class RedisServer:
             time.sleep(0.05)
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        if self.proc is not None:
+            stop_process(self.proc)
         self.proc = None
+
+
+def stop_process(proc: subprocess.Popen[Any], grace: float = 5.0) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within `grace` seconds; a process that has exited is left."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
 
 
 def _ping(port: int, timeout: float = 0.2) -> bytes:
@@ -164,13 +167,8 @@ class RedisClusterNode:
         self.proc = None
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        if self.proc is not None:
+            stop_process(self.proc)
         self.proc = None
 
 
