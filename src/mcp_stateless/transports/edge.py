@@ -149,6 +149,18 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         super().on_message_complete()
         self._in_head = True  # what follows is the next request's head (pipelined or keep-alive)
 
+    def _lines_crossed_first(self, counted: bytes) -> bool:
+        """Whether the head went past the header-line limit before it went past the byte limit, when this
+        read (`counted`, already added) crossed both: the refusal names the limit the client hit first."""
+        limits = self._limits
+        over = self._head_lines - (limits.max_header_count + 2)  # newlines of this read past the limit
+        if over <= 0:
+            return False
+        at = -1
+        for _ in range(counted.count(b"\n") - over + 1):
+            at = counted.index(b"\n", at + 1)
+        return self._head_bytes - len(counted) + at + 1 <= limits.max_head_bytes
+
     def _head_within_limits(self, data: bytes) -> bool:
         """Count `data` into the head so far (only up to its end: a body may follow in the same read);
         past a limit answer 431, close, and return False so the parser never sees it."""
@@ -163,7 +175,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         # Line breaks: the request line and the blank line are not header fields.
         if self._head_bytes <= limits.max_head_bytes and self._head_lines <= limits.max_header_count + 2:
             return True
-        if self._head_bytes > limits.max_head_bytes:
+        if self._head_bytes > limits.max_head_bytes and not self._lines_crossed_first(counted):
             message = f"Request head larger than {limits.max_head_bytes} bytes"
         else:
             message = f"More than {limits.max_header_count} request header fields"
