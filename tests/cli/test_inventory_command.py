@@ -12,6 +12,9 @@ import pytest
 
 from services import need
 
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
+
 FIXTURES = Path(__file__).resolve().parents[1] / "inventory" / "fixtures" / "python"
 SARIF_SCHEMA = Path(__file__).resolve().parents[2] / ".cache" / "sarif-schema" / "sarif-2.1.0-rtm.5.json"
 
@@ -25,7 +28,8 @@ def test_json_report_shape_and_exit_zero_without_fail_on() -> None:
     r = _run(str(FIXTURES / "module_state_fastmcp3.py"), "--json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert set(doc) == {"root", "summary", "notes", "findings"}
+    assert set(doc) == {"root", "complete", "notAnalysed", "summary", "notes", "findings"}
+    assert (doc["complete"], doc["notAnalysed"]) == (True, [])  # a Python file: nothing needs the extra
     assert doc["summary"]["byKind"] == {"module-state": 1}
     assert doc["summary"]["byStep"] == {"4": 1}
     [f] = doc["findings"]
