@@ -12,6 +12,9 @@ from auditlib import INTEROP, NODE, SDK_PY, audit, by_status
 
 from services import need
 
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
+
 SERVERS = Path(__file__).resolve().parent / "servers"
 
 
@@ -53,8 +56,8 @@ def test_a_legacy_only_sdk_server_is_reported_as_such(transport: str, tmp_path: 
 
 
 def test_a_modern_sdk_server_with_a_process_local_tool_toggle(tmp_path: Path) -> None:
-    """@modelcontextprotocol/server 2.x (tests/interop/servers/ts_server.mjs): everything passes but its
-    `toggle` fixture, which adds a tool in the memory of the process that served it and announces it to
+    """@modelcontextprotocol/server 2.x (tests/interop/servers/ts_server.mjs): everything passes (or cannot be
+    driven without consent) but its `toggle` fixture, which adds a tool in the memory of the process that served it and announces it to
     the listen streams of that process only (the SDK's notify reaches its own handler's streams)."""
     need(NODE, "Node 22 (tools/node)")
     rc, rep, _ = audit(["--launch", f"{NODE} {INTEROP / 'ts_server.mjs'} http {{port}}", "--instances", "3"], tmp_path)
@@ -62,7 +65,12 @@ def test_a_modern_sdk_server_with_a_process_local_tool_toggle(tmp_path: Path) ->
     assert rc == 1 and set(failed) == {"stateless.history", "listen.fan-out"} and by_status(rep, "warn") == {}
     assert "instance 2 lacks ['extra']" in failed["stateless.history"]["finding"]
     assert "instance 2 lacks ['notifications/tools/list_changed']" in failed["listen.fan-out"]["finding"]
-    assert {"mrtr.instances", "mrtr.restart", "http.session-id"} <= set(by_status(rep, "pass"))
+    assert "http.session-id" in by_status(rep, "pass")
+    # greet asks again when declined (even on one instance), and the auditor never consents: no round can end
+    skipped = by_status(rep, "skip")
+    for check in ("mrtr.instances", "mrtr.restart"):
+        assert skipped[check]["finding"].startswith("skipped: greet asks again when its question is declined"), (
+            skipped[check])
 
 
 def test_a_modern_sdk_stdio_server_serves_an_unsupported_version_after_earlier_requests(tmp_path: Path) -> None:

@@ -63,6 +63,7 @@ class Profile:
     tools: list[dict[str, Any]] = field(default_factory=list)
     mrtr: tuple[str, dict[str, Any]] | None = None  # a call that asks for input, once looked for
     mrtr_searched: bool = False
+    mrtr_completes_alone: bool | None = None  # whether that call's rounds end on one instance, once tried
     task_tool: tuple[str, dict[str, Any]] | None = None  # a call that became a task
 
 

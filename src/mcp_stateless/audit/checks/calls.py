@@ -104,6 +104,24 @@ async def run_rounds(ctx: Context, first: Message, *, between: Between | None = 
     return out
 
 
+async def completes_alone(ctx: Context, tool: str, args: dict[str, Any]) -> bool:
+    """Whether `tool`'s rounds, every one on the first instance with nothing restarted, end in a complete
+    result: a server may ask again when the auditor declines (it never consents), and then no round can
+    end anywhere, which says nothing about its state. Tried once per audit."""
+    if ctx.profile.mrtr_completes_alone is None:
+        first = msg = call(tool, args)
+        done = False
+        for _ in range(MAX_ROUNDS):
+            ex = await ctx.target.send(msg, instance=0, timeout=ctx.options.call_timeout)
+            res = ex.result
+            if res is None or res.get("resultType") != "input_required":
+                done = res is not None and res.get("resultType") == "complete" and not res.get("isError")
+                break
+            msg = retry_of(first, res)
+        ctx.profile.mrtr_completes_alone = done
+    return ctx.profile.mrtr_completes_alone
+
+
 async def find_mrtr_tool(ctx: Context) -> tuple[str, dict[str, Any]] | None:
     """A call that answers with `input_required`: the one `--mrtr-tool` names, else the first argument-free
     tool that does (preferring one carrying requestState); looked for once per audit."""

@@ -9,7 +9,7 @@ import binascii
 import json
 
 from ..engine import Check, Context, Outcome
-from .calls import call, find_mrtr_tool, retry_of, run_rounds
+from .calls import call, completes_alone, find_mrtr_tool, retry_of, run_rounds
 
 FIX_KEY = (
     "Seal requestState with a key every instance shares and that survives restarts (e.g. "
@@ -18,6 +18,9 @@ FIX_KEY = (
 )
 FIX_SEAL = ("Integrity-protect requestState (HMAC/AEAD bound to principal, method and expiry) and refuse "
             "state that fails verification with a JSON-RPC error (-32602); an encoding (base64, JSON) is not a seal.")
+ASKS_AGAIN = ("skipped: {tool} asks again when its question is declined, on one instance with nothing restarted "
+              "(the auditor never consents on a user's behalf), so no round can end; name a tool whose question "
+              "may be declined with --mrtr-tool")
 NO_TOOL = ("skipped: no argument-free tool asked for input (name one with --mrtr-tool, or none of the "
            "tools uses MRTR)")
 
@@ -29,6 +32,8 @@ async def across_instances(ctx: Context) -> Outcome:
     tool, args = found
     rounds = await run_rounds(ctx, call(tool, args))
     served = [x.instance + 1 for x in rounds.exchanges]
+    if not rounds.completed and not await completes_alone(ctx, tool, args):
+        return Outcome("skip", ASKS_AGAIN.format(tool=tool), rounds.exchanges)
     if not rounds.completed:
         return Outcome("fail", f"an MRTR round of {tool} started on instance {served[0]} could not be completed "
                                f"on instance {served[-1]}: {rounds.last.outcome()}", rounds.exchanges, FIX_KEY)
@@ -45,6 +50,8 @@ async def after_restart(ctx: Context) -> Outcome:
         await ctx.target.restart("all")
 
     rounds = await run_rounds(ctx, call(tool, args), between=restart)
+    if not rounds.completed and not await completes_alone(ctx, tool, args):
+        return Outcome("skip", ASKS_AGAIN.format(tool=tool), rounds.exchanges)
     if not rounds.completed:
         return Outcome("fail", f"an MRTR round of {tool} could not be completed after a restart of every "
                                f"instance: {rounds.last.outcome()}", rounds.exchanges, FIX_KEY)
