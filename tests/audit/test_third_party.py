@@ -57,8 +57,9 @@ def test_a_legacy_only_sdk_server_is_reported_as_such(transport: str, tmp_path: 
 
 def test_a_modern_sdk_server_with_a_process_local_tool_toggle(tmp_path: Path) -> None:
     """@modelcontextprotocol/server 2.x (tests/interop/servers/ts_server.mjs): everything passes (or cannot be
-    driven without consent) but its `toggle` fixture, which adds a tool in the memory of the process that served it and announces it to
-    the listen streams of that process only (the SDK's notify reaches its own handler's streams)."""
+    driven without consent) but its `toggle` fixture, which adds a tool in the memory of the process that
+    served it and announces it to the listen streams of that process only (the SDK's notify reaches its own
+    handler's streams)."""
     need(NODE, "Node 22 (tools/node)")
     rc, rep, _ = audit(["--launch", f"{NODE} {INTEROP / 'ts_server.mjs'} http {{port}}", "--instances", "3"], tmp_path)
     failed = by_status(rep, "fail")
