@@ -1,12 +1,35 @@
-"""Everything the client raises besides `McpError` (a JSON-RPC error the server answered with)."""
+"""Everything the client raises: one root, `ClientError`, so `except ClientError` catches every failure of a
+request (an error the server answered with, a lost channel, a timeout, a cancelled task).
+
+Each class also keeps the broader meaning it had before the root existed: `ServerError` is an `McpError`
+(what a handler raises on the server side) and `RequestTimeout` a `TimeoutError`, so code that catches
+those still does. Bad arguments are a caller's bug and stay `ValueError`/`TypeError`."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
+
+from ..protocol import jsonrpc
+from ..protocol.errors import McpError
 
 
 class ClientError(Exception):
-    """Something the client itself detected (a broken stream, a bad result, too many MRTR rounds)."""
+    """The root of everything the client raises for a request that did not succeed."""
+
+
+class ServerError(ClientError, McpError):
+    """The server answered with a JSON-RPC error: `code`, `message`, `data` as sent (an `McpError` too)."""
+
+    @classmethod
+    def from_wire(cls, err: Any) -> ServerError:
+        """The `error` member of a response; a malformed one is an internal error (as `jsonrpc` reads it)."""
+        e = jsonrpc.error_from_wire(err)
+        return cls(e.code, e.message, e.data)
+
+
+class RequestTimeout(ClientError, TimeoutError):
+    """No answer within the request's timeout (the request may still run on the server)."""
 
 
 class StreamBroken(ClientError):
@@ -25,11 +48,11 @@ class UnsupportedServer(ClientError):
     """No protocol version (modern or legacy) in common with the server."""
 
 
-class TaskCancelled(Exception):
+class TaskCancelled(ClientError):
     """The task ended `cancelled`."""
 
 
-class ChannelError(Exception):
+class ChannelError(ClientError):
     """The channel could not deliver the request or lost it (base class)."""
 
 
@@ -74,6 +97,8 @@ __all__ = [
     "HttpStatusError",
     "InvalidResult",
     "OAuthError",
+    "RequestTimeout",
+    "ServerError",
     "ServerLost",
     "StreamBroken",
     "TaskCancelled",

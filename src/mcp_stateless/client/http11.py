@@ -14,8 +14,10 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from .errors import ChannelError
 
-class HttpError(Exception):
+
+class HttpError(ChannelError):
     """The HTTP exchange itself failed (connection refused, reset, malformed response, timeout)."""
 
 
@@ -309,8 +311,8 @@ class Pool:
         self._idle.clear()
 
 
-class _StaleConnection(Exception):
-    pass
+class _StaleConnection(ConnectionLost):
+    """A reused keep-alive connection the server had closed: retried once on a fresh one, never raised."""
 
 
 __all__ = ["ConnectionLost", "Endpoint", "HttpError", "Pool", "Response"]

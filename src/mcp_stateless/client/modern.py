@@ -17,7 +17,7 @@ from ..protocol.meta import META_PROGRESS_TOKEN, META_SERVER_INFO, META_SUBSCRIP
 from ..protocol.mrtr import MRTR_METHODS
 from ..protocol.versions import MODERN_VERSIONS
 from .channels import Channel, Message
-from .errors import InvalidResult, StreamBroken, TooManyRounds
+from .errors import InvalidResult, RequestTimeout, ServerError, StreamBroken, TooManyRounds
 from .events import Acknowledged, ListenEnded, ListenEvent, event_for, obj
 from .handlers import Handlers
 from .session import Era, Progress
@@ -112,7 +112,7 @@ class ModernSession:
             p = {**params, "_meta": self._meta(base)}
             resp = await self._roundtrip(jsonrpc.request(id_, method, p), self._headers(method, p), progress, timeout)
             if "error" in resp:
-                err = jsonrpc.error_from_wire(resp["error"])
+                err = ServerError.from_wire(resp["error"])
                 if err.code == UNSUPPORTED_PROTOCOL_VERSION and version_retry and isinstance(err.data, dict):
                     pick = pick_modern(err.data.get("supported"))
                     if pick is not None:
@@ -135,7 +135,7 @@ class ModernSession:
             async with asyncio.timeout(timeout):
                 return await self._exchange(msg, headers, progress, timeout)
         except TimeoutError:
-            raise TimeoutError(f"{msg['method']} (id {msg['id']}) timed out after {timeout} s") from None
+            raise RequestTimeout(f"{msg['method']} (id {msg['id']}) timed out after {timeout} s") from None
 
     async def _exchange(
         self, msg: Message, headers: dict[str, str] | None, progress: Progress | None, timeout: float | None
@@ -255,7 +255,7 @@ class ModernSession:
                     if m.get("id") != id_:
                         continue
                     if "error" in m:
-                        raise jsonrpc.error_from_wire(m["error"])
+                        raise ServerError.from_wire(m["error"])
                     yield ListenEnded("subscriptions/listen", obj(m.get("result")))
                     return
                 p = obj(m.get("params"))

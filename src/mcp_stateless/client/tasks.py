@@ -12,9 +12,8 @@ import time
 from collections.abc import Generator, Mapping
 from typing import Any, Protocol
 
-from ..protocol.errors import McpError
 from ..protocol.tasks import TERMINAL
-from .errors import TaskCancelled
+from .errors import ServerError, TaskCancelled
 from .handlers import Handlers
 
 __all__ = ["Requester", "TaskCancelled", "TaskHandle"]
@@ -103,7 +102,7 @@ class TaskHandle:
             return self._result
         if status == "failed":
             err = self.task.get("error") or {}
-            raise McpError(int(err.get("code", -32603)), str(err.get("message", "task failed")), err.get("data"))
+            raise ServerError(int(err.get("code", -32603)), str(err.get("message", "task failed")), err.get("data"))
         raise TaskCancelled(f"task {self.task_id} was cancelled")
 
     def __await__(self) -> Generator[Any, None, dict[str, Any]]:

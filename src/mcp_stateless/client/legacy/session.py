@@ -21,7 +21,16 @@ from ...protocol.meta import META_PROGRESS_TOKEN, META_SERVER_INFO
 from ...protocol.sse import iter_messages
 from ...protocol.versions import LEGACY_VERSIONS
 from ..channels import Channel, Exchange, HttpChannel, HttpExchange
-from ..errors import ChannelError, ClientError, HttpStatusError, InvalidResult, StreamBroken, UnsupportedServer
+from ..errors import (
+    ChannelError,
+    ClientError,
+    HttpStatusError,
+    InvalidResult,
+    RequestTimeout,
+    ServerError,
+    StreamBroken,
+    UnsupportedServer,
+)
 from ..events import LIST_CHANGED_KEYS, Acknowledged, ListenEvent, event_for, obj
 from ..handlers import Handlers
 from ..session import Era, Progress
@@ -191,9 +200,9 @@ class LegacySession:
             async with asyncio.timeout(timeout):
                 resp = await self._exchange(msg, progress)
         except TimeoutError:
-            raise TimeoutError(f"{method} (id {id_}) timed out after {timeout} s") from None
+            raise RequestTimeout(f"{method} (id {id_}) timed out after {timeout} s") from None
         if "error" in resp:
-            raise jsonrpc.error_from_wire(resp["error"])
+            raise ServerError.from_wire(resp["error"])
         result = resp.get("result")
         if not isinstance(result, dict):
             raise InvalidResult(f"{method}: the result is not an object")
