@@ -18,6 +18,59 @@ from mcp_stateless import App, HttpTransport
 from services import PostgresServer, RedisCluster, RedisServer
 
 ROOT = Path(__file__).resolve().parent.parent
+# The fast lane (`pytest -m "not slow"`) stays in process: a test not marked slow that starts a process
+# fails. The audit hook is process-wide and cannot be removed, so it only records while `_guard` holds the
+# running test's id (set for the setup, call and teardown of unmarked tests, so a fixture that starts
+# redis-server counts too). It records rather than only raising, because a test may swallow the error.
+_PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.posix_spawn", "os.exec", "os.fork", "os.forkpty",
+                             "os.spawn", "os.system", "pty.spawn"})
+_guard: dict[str, str | list[str] | None] = {"test": None, "seen": []}
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if _guard["test"] is None or event not in _PROCESS_EVENTS:
+        return
+    seen = _guard["seen"]
+    assert isinstance(seen, list)
+    what = f"{event} {args[0]!r}" if args else event
+    seen.append(what)
+    raise RuntimeError(f"{_guard['test']} starts a process ({what}) but is not marked @pytest.mark.slow")
+
+
+sys.addaudithook(_audit)
+
+
+# Fixtures that start a process (a server, an authorization server): a test using one is slow by definition.
+_PROCESS_FIXTURES = frozenset({"served", "redis_server", "redis_cluster", "postgres_server", "auth_server"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if _PROCESS_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    slow = item.get_closest_marker("slow") is not None
+    _guard["test"], _guard["seen"] = (None if slow else item.nodeid), []
+    try:
+        yield
+    finally:
+        _guard["test"] = None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    seen = _guard["seen"]
+    if isinstance(seen, list) and seen:
+        if report.passed:  # the test swallowed the guard's error: it still started (or tried) a process
+            report.outcome = "failed"
+            report.longrepr = (f"{item.nodeid} started a process ({'; '.join(seen)}) but is not marked "
+                               "@pytest.mark.slow: mark it, or keep it in process")
+        seen.clear()  # reported once, in the phase that did it
 
 
 class Served:

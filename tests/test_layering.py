@@ -18,6 +18,9 @@ import is still a dependency a reader and mypy must follow). Layers are the subp
                   conformance
     inventory     static analysis of a legacy server's source (reads files, imports nothing of ours)
     cli           the command line, on top: anything
+
+Inside the package, no two modules import each other at load time (module level, outside `if
+TYPE_CHECKING:`), however long the circle: such a circle makes import order matter and hides a missing seam.
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ class Edge:
     source: str  # dotted module
     line: int
     target: str  # dotted module (absolute)
+    at_load: bool = True  # runs when the file is imported: module level, not under `if TYPE_CHECKING:`
 
     def __str__(self) -> str:
         return f"{self.source}:{self.line} imports {self.target}"
@@ -69,14 +73,40 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def _deferred(tree: ast.Module) -> set[int]:
+    """ids of the import nodes that do not run at load: inside a function, or under `if TYPE_CHECKING:`."""
+    out: set[int] = set()
+
+    def visit(node: ast.AST, deferred: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Import | ast.ImportFrom):
+                if deferred:
+                    out.add(id(child))
+            elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                visit(child, True)
+            elif isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                for stmt in child.body:
+                    visit(ast.Module(body=[stmt], type_ignores=[]), True)
+                for stmt in child.orelse:
+                    visit(ast.Module(body=[stmt], type_ignores=[]), deferred)
+            elif isinstance(child, ast.stmt | ast.excepthandler | ast.match_case):
+                visit(child, deferred)
+
+    visit(tree, False)
+    return out
+
+
 def _edges() -> Iterator[Edge]:
     for path in sorted(SRC.rglob("*.py")):
         module = _module_name(path)
         package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        tree = ast.parse(path.read_text(), str(path))
+        deferred = _deferred(tree)
+        for node in ast.walk(tree):
+            at_load = id(node) not in deferred
             if isinstance(node, ast.Import):
                 for alias in node.names:
-                    yield Edge(module, node.lineno, alias.name)
+                    yield Edge(module, node.lineno, alias.name, at_load)
             elif isinstance(node, ast.ImportFrom):
                 if node.level:
                     base_parts = package.split(".")
@@ -86,9 +116,12 @@ def _edges() -> Iterator[Edge]:
                     base = node.module or ""
                 if node.module is None:  # `from . import x`: each x may be a subpackage of its own
                     for alias in node.names:
-                        yield Edge(module, node.lineno, f"{base}.{alias.name}")
+                        yield Edge(module, node.lineno, f"{base}.{alias.name}", at_load)
                 else:
-                    yield Edge(module, node.lineno, base)
+                    yield Edge(module, node.lineno, base, at_load)
+                    # `from pkg import sub` loads the module pkg.sub when sub is one
+                    for alias in node.names:
+                        yield Edge(module, node.lineno, f"{base}.{alias.name}", at_load)
 
 
 EDGES = list(_edges())
@@ -189,3 +222,64 @@ def test_no_cycle_between_subpackages() -> None:
 def test_the_cycle_finder_finds_cycles() -> None:
     assert _components({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _components({"a": {"b"}, "b": set()}) == []
+
+
+MODULES = frozenset(_module_name(p) for p in SRC.rglob("*.py"))
+
+
+# Circles that close only through a deferred import (inside a function, or typing-only): not an import-order
+# hazard, but the same missing seam. Each is debt for the step that owns those modules (issue 23); this list
+# may only shrink: any other circle, at load or deferred, fails.
+KNOWN_DEFERRED_CIRCLES: frozenset[frozenset[str]] = frozenset({
+    frozenset({"mcp_stateless.cli.reload", "mcp_stateless.cli.serve"}),
+    # App.asgi() -> compose -> the 2025 branch -> back to App (deferred imports on both sides)
+    frozenset({"mcp_stateless.server.app", "mcp_stateless.server.compose", "mcp_stateless.server.dispatch",
+               "mcp_stateless.server.legacy", "mcp_stateless.server.legacy.bridge",
+               "mcp_stateless.server.legacy.server", "mcp_stateless.server.legacy.sse",
+               "mcp_stateless.server.legacy.stdio", "mcp_stateless.server.lifespan", "mcp_stateless.server.rounds",
+               "mcp_stateless.server.taskcalls"}),
+    frozenset({"mcp_stateless.state.base", "mcp_stateless.state.events", "mcp_stateless.state.handles"}),
+})
+
+
+def _module_graph(edges: list[Edge], *, deferred_too: bool = False) -> dict[str, set[str]]:
+    """Which of our modules each of our modules loads when it is imported (a package's `__init__` counts as
+    the package's own module; an import of a name that is not a module is an edge to the module it is in)."""
+    graph: dict[str, set[str]] = {}
+    for e in edges:
+        if (e.at_load or deferred_too) and e.target in MODULES and e.target != e.source:
+            graph.setdefault(e.source, set()).add(e.target)
+    return graph
+
+
+def test_no_import_circle_between_modules() -> None:
+    graph = _module_graph(EDGES)
+    cycles = _components(graph)
+    detail = [str(e) for e in EDGES if e.at_load and any(e.source in c and e.target in c for c in cycles)]
+    assert cycles == [], f"modules importing each other at load: {cycles}\n" + "\n".join(detail)
+
+
+def test_no_new_circle_through_deferred_imports() -> None:
+    cycles = _components(_module_graph(EDGES, deferred_too=True))
+    new = [c for c in cycles if not any(set(c) <= known for known in KNOWN_DEFERRED_CIRCLES)]
+    detail = [str(e) for e in EDGES if any(e.source in c and e.target in c for c in new)]
+    assert new == [], f"modules importing each other (deferred): {new}\n" + "\n".join(detail)
+
+
+def test_the_module_scan_tells_load_time_imports_from_deferred_ones() -> None:
+    tree = ast.parse(
+        "import a\n"
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    import b\n"
+        "def f():\n    import c\n"
+        "class K:\n    import d\n"
+    )
+    deferred = _deferred(tree)
+    loaded = sorted(alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) and id(node) not in deferred
+                    for alias in node.names)
+    assert loaded == ["a", "d"]
+    graph = _module_graph([Edge("mcp_stateless.server.app", 1, "mcp_stateless.server.dispatch"),
+                           Edge("mcp_stateless.server.dispatch", 2, "mcp_stateless.server.app"),
+                           Edge("mcp_stateless.client.core", 3, "mcp_stateless.client.sync", at_load=False),
+                           Edge("mcp_stateless.client.sync", 4, "mcp_stateless.client.core")])
+    assert _components(graph) == [["mcp_stateless.server.app", "mcp_stateless.server.dispatch"]]

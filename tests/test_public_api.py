@@ -13,6 +13,8 @@ import tomllib
 import types
 from pathlib import Path
 
+import pytest
+
 import mcp_stateless
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,6 +67,7 @@ def test_every_public_name_is_listed_and_every_listed_name_is_there() -> None:
     assert "server" in unlisted and "client" in unlisted  # the rule above was really exercised
 
 
+@pytest.mark.slow
 def test_a_fresh_import_defines_only_private_helpers_and_imports_nothing() -> None:
     code = (
         "import sys, mcp_stateless\n"

@@ -17,6 +17,9 @@ from junitparser import Failure, JUnitXml, Skipped
 
 from services import RedisServer, need
 
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
+
 HERE = Path(__file__).resolve().parent
 
 

@@ -106,6 +106,7 @@ def test_the_schema_refuses_a_report_without_a_step() -> None:
         jsonschema.validate(rep, report_schema())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("args", "message"), [
     ([], "give URLs, or --launch COMMAND, or --stdio COMMAND (exactly one)"),
     (["http://127.0.0.1:1/mcp", "--stdio", "x"], "exactly one"),
@@ -121,6 +122,7 @@ def test_usage_errors_exit_2_with_one_line(args: list[str], message: str) -> Non
     assert p.returncode == 2 and message in p.stderr and p.stdout == ""
 
 
+@pytest.mark.slow
 def test_an_unreachable_target_fails_the_era_check_and_exits_1(tmp_path: Path) -> None:
     from services import free_port
 
@@ -135,6 +137,7 @@ def test_an_unreachable_target_fails_the_era_check_and_exits_1(tmp_path: Path) -
     assert {c["status"] for c in rep["checks"][1:]} == {"skip"}
 
 
+@pytest.mark.slow
 def test_a_launch_command_that_dies_is_a_usage_error_with_its_output(tmp_path: Path) -> None:
     p = subprocess.run([EXE, "audit", "--launch", f"{sys.executable} -c \"import sys; print('boom'); sys.exit(3)\" "
                         "{port}", "--instances", "2"], capture_output=True, text=True, timeout=60)

@@ -221,6 +221,7 @@ async def test_a_chunked_request_with_expect_continue_reaches_the_instance_whole
     assert "transfer-encoding" not in forwarded and "expect" not in forwarded and "x-trailer" not in forwarded
 
 
+@pytest.mark.slow
 async def test_a_launched_target_restarts_the_instance_the_proxy_gave_the_last_call() -> None:
     from auditlib import serve
 

@@ -64,6 +64,7 @@ def test_incomplete_options_are_refused(argv: list[str], message: str) -> None:
         parse(*argv)
 
 
+@pytest.mark.slow
 def test_relative_resource_url_is_one_clear_line() -> None:
     r = subprocess.run([CLI, "serve", APP, "--stdio", "--auth-issuer", "https://a.example", "--resource-url",
                         "/mcp", "--state", "memory://"], cwd=ROOT, capture_output=True, text=True, timeout=20,

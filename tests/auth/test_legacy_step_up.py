@@ -19,6 +19,9 @@ from test_resource_server import APP, CLI, prm_url, protected
 
 from sse_stream import sse
 
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
+
 LEGACY = "2025-11-25"
 
 

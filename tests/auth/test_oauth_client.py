@@ -93,6 +93,7 @@ async def whoami(url: str, auth: OAuth) -> dict[str, Any]:
     return doc
 
 
+@pytest.mark.slow
 async def test_a_pre_registered_public_client_gets_a_token_and_calls(code_as: AuthServer, mcp_url: str) -> None:
     ua = Browser()
     store = MemoryTokenStore()
@@ -109,6 +110,7 @@ async def test_a_pre_registered_public_client_gets_a_token_and_calls(code_as: Au
     assert tokens is not None and tokens.refresh_token and not tokens.expired()
 
 
+@pytest.mark.slow
 async def test_a_confidential_pre_registered_client_authenticates_with_basic(code_as: AuthServer, mcp_url: str) -> None:
     ua = Browser()
     me = await whoami(mcp_url, oauth(ua, pre_registered=PreRegistered("cli-secret", "cli-secret-secret",
@@ -116,6 +118,7 @@ async def test_a_confidential_pre_registered_client_authenticates_with_basic(cod
     assert me["client_id"] == "cli-secret" and ua.errors == []
 
 
+@pytest.mark.slow
 async def test_a_wrong_client_secret_is_refused_by_the_token_endpoint(code_as: AuthServer, mcp_url: str) -> None:
     ua = Browser()
     with pytest.raises(Exception, match="invalid_client") as e:
@@ -123,6 +126,7 @@ async def test_a_wrong_client_secret_is_refused_by_the_token_endpoint(code_as: A
     assert "not-the-secret" not in str(e.value)
 
 
+@pytest.mark.slow
 async def test_dynamic_registration_then_refresh_before_expiry_and_on_a_401(
     code_as: AuthServer, mcp_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -155,11 +159,13 @@ async def test_dynamic_registration_then_refresh_before_expiry_and_on_a_401(
     assert not [s for s in secrets if s and s in caplog.text]  # no token in any log line
 
 
+@pytest.mark.slow
 async def test_without_a_stored_token_and_no_authorizer_the_error_says_to_log_in(mcp_url: str) -> None:
     with pytest.raises(Exception, match="log in first"):
         await whoami(mcp_url, OAuth())
 
 
+@pytest.mark.slow
 async def test_step_up_asks_for_the_union_of_scopes(code_as: AuthServer, mcp_url: str) -> None:
     ua = Browser()
     auth = oauth(ua, pre_registered=PreRegistered("cli-public"))
@@ -173,6 +179,7 @@ async def test_step_up_asks_for_the_union_of_scopes(code_as: AuthServer, mcp_url
     assert {"tools:read", "tools:admin"} <= set(me["scopes"])
 
 
+@pytest.mark.slow
 async def test_a_dynamically_registered_client_steps_up(code_as: AuthServer, mcp_url: str) -> None:
     """oidc-provider holds a registered client to the scopes it registered with (RFC 7591 `scope`): our client
     registers for every scope the resource's metadata lists, while its first authorization asks only for the
@@ -193,6 +200,7 @@ async def test_a_dynamically_registered_client_steps_up(code_as: AuthServer, mcp
     assert {"tools:read", "tools:admin"} <= set(me["scopes"])
 
 
+@pytest.mark.slow
 def test_login_stores_a_token_the_other_commands_use(code_as: AuthServer, mcp_url: str, tmp_path: Path) -> None:
     store = tmp_path / "cfg" / "tokens.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_STATELESS_")}
@@ -227,6 +235,7 @@ def test_login_stores_a_token_the_other_commands_use(code_as: AuthServer, mcp_ur
     assert bare.returncode == 1 and f"mcp-stateless login {mcp_url}" in bare.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("secret", [["--client-secret", "s3cret"], []])
 def test_login_with_a_secret_needs_the_issuer_it_belongs_to(secret: list[str], tmp_path: Path) -> None:
     """The protected resource names the authorization server, so a secret with no fixed issuer could be sent
@@ -243,6 +252,7 @@ def test_login_with_a_secret_needs_the_issuer_it_belongs_to(secret: list[str], t
     assert "s3cret" not in r.stderr and not (tmp_path / "t.json").exists()
 
 
+@pytest.mark.slow
 async def test_tokens_are_kept_per_issuer_and_resource(code_as: AuthServer, mcp_url: str) -> None:
     store = FileTokenStore(Path(os.environ.get("TMPDIR", "/tmp")) / f"t13a-{os.getpid()}-{time.time_ns()}.json")
     try:
@@ -257,6 +267,7 @@ async def test_tokens_are_kept_per_issuer_and_resource(code_as: AuthServer, mcp_
 
 
 
+@pytest.mark.slow
 def test_a_client_id_metadata_document_client(tmp_path_factory: pytest.TempPathFactory, tls: Tls) -> None:
     """The authorization server fetches the client's metadata document from its HTTPS client_id URL; no
     registration happens (the test-only relaxations are in cimd_harness.py)."""
@@ -273,6 +284,7 @@ def test_a_client_id_metadata_document_client(tmp_path_factory: pytest.TempPathF
         assert identity is not None and identity.kind == "metadata-document"
 
 
+@pytest.mark.slow
 async def test_concurrent_requests_share_one_authorization(code_as: AuthServer, mcp_url: str) -> None:
     ua = Browser()
     async with Client(mcp_url, version="2026-07-28", auth=oauth(ua, pre_registered=PreRegistered("cli-public"))) as c:
@@ -281,6 +293,7 @@ async def test_concurrent_requests_share_one_authorization(code_as: AuthServer, 
     assert len(ua.visits) == 1 and ua.errors == []
 
 
+@pytest.mark.slow
 async def test_metadata_for_another_resource_stops_the_probe_without_a_legacy_fallback(code_as: AuthServer) -> None:
     """The server's metadata names http://localhost:… while the client talks to 127.0.0.1: the client
     refuses to get a token for it, and the 401 is not mistaken for a legacy server."""
@@ -296,6 +309,7 @@ async def test_metadata_for_another_resource_stops_the_probe_without_a_legacy_fa
     assert ua.visits == []  # no authorization request was made
 
 
+@pytest.mark.slow
 async def test_a_legacy_session_is_authorized_the_same_way(code_as: AuthServer, mcp_url: str) -> None:
     """2025-11-25 over Streamable HTTP: initialize, the calls and the session's GET stream and DELETE all go
     through the same hook, so the session is opened and used with the token."""
@@ -308,6 +322,7 @@ async def test_a_legacy_session_is_authorized_the_same_way(code_as: AuthServer, 
     assert len(ua.visits) == 1 and ua.errors == []
 
 
+@pytest.mark.slow
 async def test_a_legacy_session_steps_up_and_keeps_its_session(code_as: AuthServer, mcp_url: str) -> None:
     """The server answers a 2025-11-25 session's call that lacks a scope with 403 insufficient_scope: the
     client authorizes again with the scope union and retries on the same session (the principal is the same)."""
@@ -331,6 +346,7 @@ MCP1_PY = ROOT / ".cache" / "venv-mcp-1.30.0" / "bin" / "python"
 MCP1_STEP_UP = Path(__file__).parent / "py" / "mcp1_step_up.py"
 
 
+@pytest.mark.slow
 def test_the_official_python_sdk_1x_steps_up_on_a_legacy_session(code_as: AuthServer, mcp_url: str) -> None:
     """A client nobody here wrote (`mcp` 1.30.0's `ClientSession` + `OAuthClientProvider`, 2025-11-25 only):
     registered dynamically, it authorizes, then steps up on the 403 and keeps its session."""

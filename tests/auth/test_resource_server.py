@@ -101,6 +101,7 @@ def server(auth_server: AuthServer) -> Iterator[str]:
 
 
 # ------------------------------------------------------------------------------ metadata, 401
+@pytest.mark.slow
 def test_protected_resource_metadata_at_both_well_known_paths(server: str, auth_server: AuthServer) -> None:
     # scopes_supported: the required scope, then what the app's tool `reset`, prompt `audit` and resource
     # memo://secret need (tests/auth/protected_app.py)
@@ -115,6 +116,7 @@ def test_protected_resource_metadata_at_both_well_known_paths(server: str, auth_
     assert httpx.get(server.replace("/mcp", "/.well-known/oauth-protected-resource/other")).status_code == 404
 
 
+@pytest.mark.slow
 def test_no_token_is_401_pointing_at_the_metadata(server: str) -> None:
     r = call(server, "tools/list")
     assert r.status_code == 401
@@ -124,6 +126,7 @@ def test_no_token_is_401_pointing_at_the_metadata(server: str) -> None:
 
 
 # ------------------------------------------------------------------------------ a real token
+@pytest.mark.slow
 def test_real_token_calls_a_protected_tool(server: str, auth_server: AuthServer) -> None:
     token = auth_server.token("full", server, "tools:read tools:admin")
     r = call(server, "tools/call", {"name": "whoami", "arguments": {}}, token)
@@ -136,6 +139,7 @@ def test_real_token_calls_a_protected_tool(server: str, auth_server: AuthServer)
 
 
 # ------------------------------------------------------------------------------ refusals
+@pytest.mark.slow
 @pytest.mark.parametrize(("authorization", "why"), [
     ("Bearer not-a-jwt", "not a JWT"),
     ("Bearer a.b.c", "malformed JWT"),
@@ -150,6 +154,7 @@ def _mint(key: dict[str, Any], claims: dict[str, Any], kid: str, typ: str = "at+
     return jwt.encode({"alg": "RS256", "kid": kid, "typ": typ}, claims, RSAKey.import_key(key))
 
 
+@pytest.mark.slow
 def test_wrong_signature(server: str, auth_server: AuthServer) -> None:
     """The issuer's real claims and kid, signed by another key."""
     claims = _claims_of(auth_server.token("full", server, "tools:read"))
@@ -161,6 +166,7 @@ def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
+@pytest.mark.slow
 def test_alg_none_and_hs256_keyed_with_the_public_key(server: str, auth_server: AuthServer) -> None:
     """The classic downgrades: an unsigned token, and an HMAC whose secret is the issuer's public key (what
     a verifier that lets the token pick its algorithm would check it against)."""
@@ -185,6 +191,7 @@ def _claims_of(token: str) -> dict[str, Any]:
     return dict(orjson.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))))
 
 
+@pytest.mark.slow
 def test_expired_and_not_yet_valid_tokens_signed_by_the_issuer(server: str, auth_server: AuthServer) -> None:
     """The AS's own key (the test made it) signs tokens oidc-provider would not mint on demand."""
     key = auth_server.keys[0]
@@ -201,17 +208,20 @@ def test_expired_and_not_yet_valid_tokens_signed_by_the_issuer(server: str, auth
     assert call(server, "tools/list", token=good).status_code == 200
 
 
+@pytest.mark.slow
 def test_token_from_an_untrusted_issuer(server: str, other_auth_server: AuthServer) -> None:
     token = other_auth_server.token("full", server, "tools:read")
     assert_refused(call(server, "tools/list", token=token), server, "issuer not trusted", token)
 
 
+@pytest.mark.slow
 def test_token_for_another_resource(server: str, auth_server: AuthServer) -> None:
     token = auth_server.token("full", "http://127.0.0.1:1/elsewhere", "tools:read")
     assert _claims_of(token)["aud"] == "http://127.0.0.1:1/elsewhere"
     assert_refused(call(server, "tools/list", token=token), server, "audience is not this resource", token)
 
 
+@pytest.mark.slow
 def test_missing_scope_is_403_with_a_step_up_challenge(server: str, auth_server: AuthServer) -> None:
     token = auth_server.token("reader", server, "tools:read")
     step_up = (f'Bearer error="insufficient_scope", scope="tools:read tools:admin", '
@@ -235,6 +245,7 @@ def test_missing_scope_is_403_with_a_step_up_challenge(server: str, auth_server:
                                              f'resource_metadata="{prm_url(server)}"')
 
 
+@pytest.mark.slow
 def test_lists_are_filtered_and_private(server: str, auth_server: AuthServer) -> None:
     reader = auth_server.token("reader", server, "tools:read")
     full = auth_server.token("full", server, "tools:read tools:admin")
@@ -253,6 +264,7 @@ def test_lists_are_filtered_and_private(server: str, auth_server: AuthServer) ->
     assert r.json()["result"]["contents"][0]["text"] == "hello"
 
 
+@pytest.mark.slow
 def test_another_principals_handle_is_unknown(server: str, auth_server: AuthServer) -> None:
     full = auth_server.token("full", server, "tools:read")
     reader = auth_server.token("reader", server, "tools:read")
@@ -271,6 +283,7 @@ def test_another_principals_handle_is_unknown(server: str, auth_server: AuthServ
 
 
 # ------------------------------------------------------------------------------ keys
+@pytest.mark.slow
 def test_key_rotation_and_jwks_outage(tmp_path: Path, other_auth_server: AuthServer) -> None:
     """Rotation at the AS is picked up without a restart (an unknown kid refetches the JWKS); with the
     AS down, cached keys keep working and a token with a new kid is a clear 503 / -32603."""
@@ -327,6 +340,7 @@ def _header_kid(token: str) -> str:
 
 
 # ------------------------------------------------------------------------------ opaque tokens
+@pytest.mark.slow
 def test_opaque_tokens_by_introspection_and_revocation(auth_server: AuthServer) -> None:
     """An app with its own BearerAuthenticator (the Python API) checks opaque tokens at the AS's
     introspection endpoint; a revoked token stops working once the 1 s introspection cache expires."""
@@ -357,6 +371,7 @@ def test_opaque_tokens_by_introspection_and_revocation(auth_server: AuthServer) 
         assert token not in r.text
 
 
+@pytest.mark.slow
 def test_a_cached_verification_still_ends_at_exp(auth_server: AuthServer) -> None:
     """Verified tokens are cached (perf), but only until their exp: the cache never extends a token."""
     import asyncio
@@ -389,6 +404,7 @@ def claims_exp(token: str) -> float:
 
 
 # ------------------------------------------------------------------------------ stdio
+@pytest.mark.slow
 def test_stdio_takes_its_token_from_the_environment(auth_server: AuthServer) -> None:
     resource = "http://127.0.0.1:9/mcp"  # a stdio server still has a canonical URI for its audience
     argv = [CLI, "serve", APP, "--stdio", "--state", "memory://", "--auth-issuer", auth_server.issuer,

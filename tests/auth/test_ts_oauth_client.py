@@ -22,6 +22,9 @@ from test_resource_server import protected
 from mcp_stateless.client.oauth import client_metadata_document
 from services import need
 
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
+
 CLIENT = Path(__file__).resolve().parent / "js" / "ts_oauth_client.mjs"
 REDIRECT = "http://127.0.0.1/callback"  # the client's, in ts_oauth_client.mjs
 SDK = ROOT / "tools" / "node" / "node_modules" / "@modelcontextprotocol" / "client" / "package.json"

@@ -13,6 +13,9 @@ import pytest
 
 from services import CLI, http_server
 
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 ECHO = f"{sys.executable} -m mcp_stateless.cli serve examples/echo.py:app --stdio"
 FIXTURES = f"{sys.executable} -m mcp_stateless.cli serve examples/conformance_server.py:app --stdio"

@@ -132,6 +132,7 @@ def test_public_binds_refuse_foreign_origins_by_default(hosts: tuple[str, ...], 
     assert config.origin_policy().check(host, origin) == why
 
 
+@pytest.mark.slow
 def test_workers_get_the_whole_config() -> None:
     """--instance-name reaches both worker processes through the one serialised config (nothing else)."""
     port = free_port()

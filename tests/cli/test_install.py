@@ -13,6 +13,9 @@ import pytest
 from mcp_stateless.cli.install import default_path
 from services import CLI
 
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = Path(CLI).read_text().splitlines()[0][2:].strip()  # the interpreter the command runs under: what it writes
 ECHO = str(ROOT / "examples" / "echo.py")

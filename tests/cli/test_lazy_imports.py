@@ -7,6 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 SERVER_STACK = ("pydantic", "jsonschema", "uvicorn", "mcp_stateless.server", "mcp_stateless.state",
                 "mcp_stateless.transports")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from test_serve import CLI, KEY, ROOT, env, http_server, post
 
 from mcp_stateless.cli.logs import REDACTED, JsonFormatter, configure
@@ -36,6 +37,7 @@ def stop(proc: subprocess.Popen[str]) -> str:
     return err
 
 
+@pytest.mark.slow
 def test_http_json_lines_carry_the_records_fields() -> None:
     with http_server("--log-format", "json", "--log-level", "debug", "--state", "memory://") as (url, proc):
         initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -55,6 +57,7 @@ def test_http_json_lines_carry_the_records_fields() -> None:
     assert "sekrit" not in err
 
 
+@pytest.mark.slow
 def test_text_stays_the_default() -> None:
     with http_server("--log-level", "debug", "--state", "memory://") as (_, proc):
         err = stop(proc)
@@ -63,6 +66,7 @@ def test_text_stays_the_default() -> None:
     assert not any(line.startswith("{") for line in err.splitlines())
 
 
+@pytest.mark.slow
 def test_every_worker_logs_json(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     with http_server("--workers", "2", "--log-format", "json", "--log-level", "debug", "--state", f"sqlite:///{db}",
@@ -78,6 +82,7 @@ def test_every_worker_logs_json(tmp_path: Path) -> None:
     assert [d["message"] for d in lines if d["logger"] == "mcp_stateless"] == [f"state: sqlite:///{db}"] * 3
 
 
+@pytest.mark.slow
 def test_stdio_json_on_stderr_only() -> None:
     discover = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}}
@@ -89,6 +94,7 @@ def test_stdio_json_on_stderr_only() -> None:
     assert json_lines(r.stderr)[0]["message"] == "state: memory://"
 
 
+@pytest.mark.slow
 def test_bad_format_is_a_usage_error() -> None:
     r = subprocess.run([CLI, "serve", "examples/echo.py:app", "--stdio", "--log-format", "xml"], cwd=ROOT,
                        capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL)
@@ -153,6 +159,7 @@ def test_configure_replaces_handlers() -> None:
         root.setLevel(saved[1])
 
 
+@pytest.mark.slow
 def test_state_url_password_never_logged() -> None:
     r = subprocess.run([CLI, "serve", "examples/echo.py:app", "--stdio", "--log-format", "json", "--log-level",
                         "debug", "--state", "redis://user:hunter2@127.0.0.1:1/0"], cwd=ROOT, input="",

@@ -85,6 +85,7 @@ def alive(pid: int) -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_editing_the_app_changes_the_answer(reloading: tuple[str, Path, subprocess.Popen[str], Path]) -> None:
     url, app, proc, log = reloading
     wait_answer(url, "v1")
@@ -104,6 +105,7 @@ def test_editing_the_app_changes_the_answer(reloading: tuple[str, Path, subproce
     assert not alive(pids[1])
 
 
+@pytest.mark.slow
 def test_a_broken_edit_is_survived(reloading: tuple[str, Path, subprocess.Popen[str], Path]) -> None:
     url, app, proc, log = reloading
     wait_answer(url, "v1")
@@ -121,6 +123,7 @@ def test_a_broken_edit_is_survived(reloading: tuple[str, Path, subprocess.Popen[
     wait_answer(url, "v3")
 
 
+@pytest.mark.slow
 def test_reload_needs_http() -> None:
     r = subprocess.run([CLI, "serve", "examples/echo.py", "--stdio", "--reload"], cwd=ROOT, capture_output=True,
                        text=True, timeout=30, stdin=subprocess.DEVNULL, env=env())
@@ -128,6 +131,7 @@ def test_reload_needs_http() -> None:
         2, "mcp-stateless: error: --reload needs --http: a stdio client holds the pipes of one process\n")
 
 
+@pytest.mark.slow
 def test_reload_dir_must_exist(tmp_path: Path) -> None:
     r = subprocess.run([CLI, "serve", "examples/echo.py", "--http", f"127.0.0.1:{free_port()}", "--reload",
                         "--reload-dir", str(tmp_path / "nope")], cwd=ROOT, capture_output=True, text=True,

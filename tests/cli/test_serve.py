@@ -19,6 +19,9 @@ import pytest
 
 from services import CLI, free_port
 
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 PV = "2026-07-28"
 KEY = "k1:" + base64.b64encode(b"0123456789abcdef0123456789abcdef").decode()

@@ -12,9 +12,13 @@ from pathlib import Path
 
 import httpx
 import orjson
+import pytest
 from test_serve import CLI, KEY, ROOT, body, env, http_server, post
 
 from services import RedisServer
+
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
 
 APP = "tests/apps/lifespan_app.py:app"
 

@@ -46,6 +46,7 @@ def start_task(url: str, *args: str) -> str:
     return str(task["taskId"])
 
 
+@pytest.mark.slow
 def test_task_lifecycle_across_processes(url: str) -> None:
     r = cli("call", url, "slow_compute", "seconds=1.5", "--task")
     assert r.returncode == 0, r.stderr
@@ -64,6 +65,7 @@ def test_task_lifecycle_across_processes(url: str) -> None:
         tid, "completed", [{"type": "text", "text": "compute: done after 1.5s"}])
 
 
+@pytest.mark.slow
 def test_cancel_then_wait(url: str) -> None:
     tid = start_task(url, "slow_compute", "seconds=30")
     r = cli("task", "cancel", url, tid)
@@ -72,6 +74,7 @@ def test_cancel_then_wait(url: str) -> None:
     assert (r.returncode, r.stdout, r.stderr) == (1, "", f"mcp-stateless: error: task {tid} was cancelled\n")
 
 
+@pytest.mark.slow
 def test_failed_and_tool_error_outcomes(url: str) -> None:
     tid = start_task(url, "failing_job")  # a tool error: the task completes with isError
     r = cli("task", "wait", url, tid, "--wait-timeout", "30")
@@ -82,6 +85,7 @@ def test_failed_and_tool_error_outcomes(url: str) -> None:
         1, "", "mcp-stateless: server error -32603: Simulated protocol error in a task\n")
 
 
+@pytest.mark.slow
 def test_wait_answers_the_tasks_input_request(url: str) -> None:
     """The task parks in input_required; `wait` answers through the same handler as `call` (stdin is not a
     terminal here, so the elicitation is declined) and the task finishes with that answer."""
@@ -91,6 +95,7 @@ def test_wait_answers_the_tasks_input_request(url: str) -> None:
     assert r.stderr.startswith("? Delete notes.txt?\n")
 
 
+@pytest.mark.slow
 def test_wait_timeout_leaves_the_task_running(url: str) -> None:
     tid = start_task(url, "slow_compute", "seconds=30")
     r = cli("task", "wait", url, tid, "--wait-timeout", "0.3")
@@ -100,6 +105,7 @@ def test_wait_timeout_leaves_the_task_running(url: str) -> None:
     assert cli("task", "cancel", url, tid).returncode == 0
 
 
+@pytest.mark.slow
 def test_wait_draws_status_when_asked(url: str) -> None:
     tid = start_task(url, "slow_compute", "seconds=1")
     r = cli("task", "wait", url, tid, "--progress")
@@ -113,6 +119,7 @@ def test_wait_draws_status_when_asked(url: str) -> None:
         assert spinner in "|/-\\" and status == "working" and elapsed.endswith("s")
 
 
+@pytest.mark.slow
 def test_task_errors(url: str) -> None:
     r = cli("task", "get", url, "tsk_nope")
     assert (r.returncode, r.stderr) == (1, "mcp-stateless: server error -32602: Unknown or expired task: tsk_nope\n")
@@ -122,11 +129,13 @@ def test_task_errors(url: str) -> None:
     assert r.returncode == 2 and "invalid choice: 'frob'" in r.stderr
 
 
+@pytest.mark.slow
 def test_call_without_task_flag_runs_synchronously(url: str) -> None:
     r = cli("call", url, "slow_compute", "seconds=0.1")
     assert (r.returncode, r.stdout) == (0, "compute: done after 0.1s\n"), r.stderr
 
 
+@pytest.mark.slow
 def test_call_progress_line() -> None:
     r = cli("call", "--stdio", FIXTURES, "test_tool_with_progress", "--progress")
     assert (r.returncode, r.stdout) == (0, "Progress test completed\n"), r.stderr
@@ -138,6 +147,7 @@ def test_call_progress_line() -> None:
     assert (r.returncode, r.stdout, r.stderr) == (0, "Progress test completed\n", "")
 
 
+@pytest.mark.slow
 def test_call_progress_on_a_terminal() -> None:
     """With stderr a terminal and no flag, the line is drawn (and stdout, a pipe, holds only the result)."""
     leader, follower = pty.openpty()
@@ -187,11 +197,13 @@ def completing_app(tmp_path_factory: pytest.TempPathFactory) -> str:
     return f"{sys.executable} -m mcp_stateless.cli serve {path}:app --stdio --state memory://"
 
 
+@pytest.mark.slow
 def test_complete_over_http_option_after_target(url: str) -> None:
     r = cli("complete", url, "--prompt", "test_prompt_with_arguments", "arg1=pa")
     assert (r.returncode, r.stdout, r.stderr) == (0, "paris\npark\nparty\n", "")
 
 
+@pytest.mark.slow
 def test_complete_prompt_argument() -> None:
     r = cli("complete", "--stdio", FIXTURES, "--prompt", "test_prompt_with_arguments", "arg1=par")
     assert (r.returncode, r.stdout, r.stderr) == (0, "paris\npark\nparty\n", "")
@@ -201,6 +213,7 @@ def test_complete_prompt_argument() -> None:
     assert json.loads(r.stdout) == {"values": ["red", "green", "blue"]}
 
 
+@pytest.mark.slow
 def test_complete_resource_template(completing_app: str) -> None:
     r = cli("complete", "--stdio", completing_app, "--resource", "file:///{path}", "path=a")
     assert r.returncode == 0, r.stderr
@@ -211,6 +224,7 @@ def test_complete_resource_template(completing_app: str) -> None:
     assert (len(got["values"]), got["total"], got["hasMore"]) == (100, 150, True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("args", "err", "status"), [
     (["--prompt", "test_prompt_with_arguments"], "mcp-stateless complete: error: argument --prompt: expected 2 "
      "arguments (see `mcp-stateless complete --help`)\n", 2),

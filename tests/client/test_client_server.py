@@ -11,6 +11,9 @@ from mcp_stateless.client import Acknowledged, ToolsListChanged
 
 from .conftest import STDIO_CONFORMANCE
 
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
+
 
 def text(result: dict[str, Any]) -> str:
     return "".join(b["text"] for b in result["content"] if b["type"] == "text")

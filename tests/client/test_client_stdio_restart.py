@@ -10,6 +10,8 @@ import pytest
 from mcp_stateless import Client
 from mcp_stateless.client import ServerLost
 
+pytestmark = pytest.mark.slow  # every test here starts a stdio server process
+
 ROOT = Path(__file__).resolve().parents[2]
 SERVE = [sys.executable, "-m", "mcp_stateless.cli", "serve", str(ROOT / "tests" / "apps" / "crash_app.py") + ":app",
          "--stdio"]

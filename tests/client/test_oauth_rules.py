@@ -247,6 +247,7 @@ def test_the_default_token_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
     assert os.sep in str(default_token_file())
 
 
+@pytest.mark.slow
 def test_writers_in_several_processes_keep_every_record(tmp_path: Path) -> None:
     """Four processes writing 40 records each into one file: all 160 are there (fails without the lock)."""
     import subprocess

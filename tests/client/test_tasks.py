@@ -12,6 +12,9 @@ from mcp_stateless.client import Client, TaskCancelled
 
 from .conftest import STDIO_CONFORMANCE
 
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
+
 
 async def accept_all(params: dict[str, Any]) -> dict[str, Any]:
     props = (params.get("requestedSchema") or {}).get("properties") or {}

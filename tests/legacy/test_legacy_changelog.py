@@ -30,6 +30,7 @@ async def _pair(url: str) -> tuple[StateBundle, StateBundle]:
     return first, (first if url.startswith("memory:") else open_state(url))
 
 
+@pytest.mark.slow
 async def test_racing_publishers_get_consecutive_numbers(state_url: str) -> None:
     first, second = await _pair(state_url)
     try:
@@ -51,6 +52,7 @@ async def test_racing_publishers_get_consecutive_numbers(state_url: str) -> None
             await second.aclose()
 
 
+@pytest.mark.slow
 async def test_the_log_is_bounded_and_gone_entries_are_stepped_over(state_url: str) -> None:
     bundle = open_state(state_url)
     try:

@@ -25,6 +25,9 @@ import pytest
 
 from services import CLI, free_port, wait_port
 
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 APP = "tests/legacy/legacy_app.py:app"

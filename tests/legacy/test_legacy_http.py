@@ -87,6 +87,7 @@ def data_of(line: str) -> dict[str, Any] | None:
     return got
 
 
+@pytest.mark.slow
 def test_initialize_negotiates_and_lists_on_the_other_instance(pair: tuple[str, str]) -> None:
     a, b = pair
     r = httpx.post(a, json=init_msg(), headers={"accept": SSE_JSON})
@@ -110,6 +111,7 @@ def test_initialize_negotiates_and_lists_on_the_other_instance(pair: tuple[str, 
     assert called.json() == {"jsonrpc": "2.0", "id": 3, "result": greeting}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("asked", "settled"), [("2025-06-18", "2025-06-18"), ("2025-03-26", "2025-03-26"),
                                                  ("1999-01-01", V)])
 def test_version_negotiation(pair: tuple[str, str], asked: str, settled: str) -> None:
@@ -117,6 +119,7 @@ def test_version_negotiation(pair: tuple[str, str], asked: str, settled: str) ->
     assert r.json()["result"]["protocolVersion"] == settled
 
 
+@pytest.mark.slow
 def test_elicitation_answered_through_the_other_instance(pair: tuple[str, str]) -> None:
     a, b = pair
     sid = initialize(a, {"elicitation": {}})
@@ -146,6 +149,7 @@ def test_elicitation_answered_through_the_other_instance(pair: tuple[str, str]) 
     assert again.json()["error"]["code"] == -32600
 
 
+@pytest.mark.slow
 def test_two_rounds_and_a_client_error(pair: tuple[str, str]) -> None:
     a, b = pair
     sid = initialize(a, {"elicitation": {}, "sampling": {}})
@@ -183,12 +187,14 @@ def test_two_rounds_and_a_client_error(pair: tuple[str, str]) -> None:
     assert final["error"]["code"] == -1
 
 
+@pytest.mark.slow
 def test_missing_capability_is_a_tool_error(pair: tuple[str, str]) -> None:
     sid = initialize(pair[0])  # no elicitation capability declared at initialize
     r = httpx.post(pair[1], json=msg("tools/call", {"name": "ask_name", "arguments": {}}, 4), headers=headers(sid))
     assert r.headers["content-type"] == "application/json" and r.json()["result"]["isError"] is True
 
 
+@pytest.mark.slow
 def test_logging_level_and_progress_follow_the_session(pair: tuple[str, str]) -> None:
     a, b = pair
     sid = initialize(a)
@@ -218,6 +224,7 @@ def _read_get_stream(url: str, sid: str, out: list[dict[str, Any]], ready: threa
                     return
 
 
+@pytest.mark.slow
 def test_get_stream_hears_changes_made_on_the_other_instance(pair: tuple[str, str]) -> None:
     a, b = pair
     sid = initialize(a)
@@ -238,6 +245,7 @@ def test_get_stream_hears_changes_made_on_the_other_instance(pair: tuple[str, st
     ]
 
 
+@pytest.mark.slow
 def test_forged_unknown_and_deleted_sessions(pair: tuple[str, str]) -> None:
     a, b = pair
     sid = initialize(a)
@@ -254,6 +262,7 @@ def test_forged_unknown_and_deleted_sessions(pair: tuple[str, str]) -> None:
     assert httpx.get(a, headers={**headers(sid), "accept": "text/event-stream"}).status_code == 404
 
 
+@pytest.mark.slow
 def test_requests_without_a_session_and_contradictions(pair: tuple[str, str]) -> None:
     a, _ = pair
     sid = initialize(a)
@@ -276,6 +285,7 @@ def test_requests_without_a_session_and_contradictions(pair: tuple[str, str]) ->
     assert r.json()["error"]["code"] == -32602
 
 
+@pytest.mark.slow
 def test_session_survives_a_restart_of_every_instance(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'state.db'}"
     with serve(state=db) as url:
@@ -287,6 +297,7 @@ def test_session_survives_a_restart_of_every_instance(tmp_path: Path) -> None:
         assert logs == ["error line"]  # the level set before the restart still holds
 
 
+@pytest.mark.slow
 def test_legacy_reject_is_modern_only() -> None:
     with serve("--legacy", "reject") as url:
         r = httpx.post(url, json=init_msg(), headers={"accept": SSE_JSON})
@@ -297,6 +308,7 @@ def test_legacy_reject_is_modern_only() -> None:
         assert g.status_code == 405
 
 
+@pytest.mark.slow
 def test_a_dropped_call_stream_resumes_on_the_other_instance(pair: tuple[str, str]) -> None:
     """The client drops the POST stream after the elicitation arrives; the call keeps waiting, the answer
     goes to the other instance, and a GET with Last-Event-ID there replays the rest: the final result."""
@@ -338,6 +350,7 @@ def test_a_dropped_call_stream_resumes_on_the_other_instance(pair: tuple[str, st
     assert stolen.status_code == 400
 
 
+@pytest.mark.slow
 def test_a_handler_may_close_its_stream_and_the_client_polls(pair: tuple[str, str]) -> None:
     a, b = pair
     sid = initialize(a)
@@ -351,6 +364,7 @@ def test_a_handler_may_close_its_stream_and_the_client_polls(pair: tuple[str, st
     assert sse_messages(resumed.text) == [{"jsonrpc": "2.0", "id": 12, "result": finished}]
 
 
+@pytest.mark.slow
 def test_cancelled_on_the_other_instance_stops_the_call(pair: tuple[str, str]) -> None:
     import time
 
@@ -397,6 +411,7 @@ def _get_events(url: str, sid: str, want: int, last_event_id: str | None = None,
     return out
 
 
+@pytest.mark.slow
 def test_a_dropped_get_stream_resumes_on_the_other_instance_with_last_event_id(pair: tuple[str, str]) -> None:
     """The GET stream's events carry ids; changes made while the client is away are replayed on another
     instance from its Last-Event-ID, in order, and nothing it already saw comes again."""

@@ -75,6 +75,7 @@ def modern_headers() -> dict[str, str]:
     return {"accept": SSE_JSON, "mcp-protocol-version": MODERN, "mcp-method": "server/discover"}
 
 
+@pytest.mark.slow
 def test_before_the_date_legacy_responses_say_so_and_modern_ones_do_not() -> None:
     with serve("--legacy-until", FUTURE, "--legacy-sse", state="memory://") as url:
         init = httpx.post(url, json=init_msg(), headers={"accept": SSE_JSON})
@@ -106,6 +107,7 @@ def test_before_the_date_legacy_responses_say_so_and_modern_ones_do_not() -> Non
         assert "deprecation" not in modern.headers and "sunset" not in modern.headers
 
 
+@pytest.mark.slow
 def test_after_the_date_legacy_is_refused_and_modern_is_served() -> None:
     with serve("--legacy-until", PAST, "--legacy-sse", state="memory://") as url:
         init = httpx.post(url, json=init_msg("2025-06-18"), headers={"accept": SSE_JSON})
@@ -127,6 +129,7 @@ def test_after_the_date_legacy_is_refused_and_modern_is_served() -> None:
         assert modern.status_code == 200 and modern.json()["result"]["supportedVersions"] == [MODERN]
 
 
+@pytest.mark.slow
 def test_stdio_after_the_date_refuses_every_legacy_request() -> None:
     lines = [init_msg(), {"jsonrpc": "2.0", "method": "notifications/initialized"}, msg("tools/list", {}, 1)]
     done = subprocess.run([CLI, "serve", APP, "--stdio", "--state", "memory://"],
@@ -138,12 +141,14 @@ def test_stdio_after_the_date_refuses_every_legacy_request() -> None:
     assert out[0]["error"]["data"]["supported"] == [MODERN]
 
 
+@pytest.mark.slow
 def test_stdio_before_the_date_serves_legacy() -> None:
     done = subprocess.run([CLI, "serve", APP, "--stdio", "--state", "memory://", "--legacy-until", FUTURE],
                           input=json.dumps(init_msg()) + "\n", capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert json.loads(done.stdout.splitlines()[0])["result"]["protocolVersion"] == "2025-11-25"
 
 
+@pytest.mark.slow
 def test_a_bad_date_is_a_usage_error() -> None:
     for argv, env in (([ "--legacy-until", "soon"], {}), ([], {"MCP_STATELESS_LEGACY_UNTIL": "31.01.2027"})):
         done = subprocess.run([CLI, "serve", APP, "--http", "127.0.0.1:1", *argv], capture_output=True, text=True,

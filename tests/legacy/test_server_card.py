@@ -38,6 +38,7 @@ def remotes(document: dict[str, Any]) -> dict[str, list[str]]:
     return {r["type"]: r["supportedProtocolVersions"] for r in document["remotes"]}
 
 
+@pytest.mark.slow
 def test_the_served_card_is_valid_and_says_what_is_served() -> None:
     url, r = served(CONFORMANCE_APP, "--legacy-sse", "--legacy-until", "2099-01-31")
     assert r.status_code == 200
@@ -60,6 +61,7 @@ def test_the_served_card_is_valid_and_says_what_is_served() -> None:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("extra", "expected", "legacy"), [
     ((), {"streamable-http": ["2026-07-28", *LEGACY]},
      {"served": True, "versions": LEGACY, "sse": False, "until": None}),
@@ -81,6 +83,7 @@ def test_remotes_follow_the_legacy_options(extra: tuple[str, ...], expected: dic
     assert json.loads(printed.stdout) == document
 
 
+@pytest.mark.slow
 def test_etag_revalidation_and_preflight() -> None:
     argv = [CLI, "serve", APP, "--http", "127.0.0.1:{port}", "--log-level", "warning", "--state", "memory://"]
     with http_server(argv, "mcp-stateless serve", cwd=ROOT) as url:
@@ -105,6 +108,7 @@ def test_etag_revalidation_and_preflight() -> None:
         assert local["remotes"][0]["url"] == url.replace("127.0.0.1", "localhost")
 
 
+@pytest.mark.slow
 def test_contract_template_and_markdown() -> None:
     printed = contract(CONFORMANCE_APP, "--path", "/api/mcp", "--legacy-sse")
     assert printed.returncode == 0, printed.stderr

@@ -18,6 +18,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from mcp_stateless import Client, McpError
 from services import CLI, RedisServer, free_port, http_server, wait_port
 
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 APP = "tests/apps/observed_app.py:app"
 PV = "2026-07-28"

@@ -102,6 +102,7 @@ def probe(code: str) -> str:
     return r.stdout.strip().splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_the_extras_are_not_imported_until_asked_for() -> None:
     code = ("import sys\n"
             "import mcp_stateless.observability as o\n"
@@ -113,6 +114,7 @@ def test_the_extras_are_not_imported_until_asked_for() -> None:
     assert probe(code) == "[]"
 
 
+@pytest.mark.slow
 def test_without_opentelemetry_nothing_traces_and_clients_still_work() -> None:
     """opentelemetry made unimportable, as when the extra is not installed."""
     code = ("import sys, asyncio\n"

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "observability.md"
 
@@ -26,10 +28,12 @@ def test_the_page_has_its_two_examples() -> None:
     assert len(blocks()) == 2
 
 
+@pytest.mark.slow
 def test_the_metrics_example_prints_what_the_page_says() -> None:
     assert run(blocks()[0]) == "tools/call echo 1.0\n"
 
 
+@pytest.mark.slow
 def test_the_middleware_example_times_each_request() -> None:
     lines = run(blocks()[1]).splitlines()
     assert [line.rsplit(" in ", 1)[0] for line in lines] == ["server/discover answered", "tools/call answered"]

@@ -220,6 +220,7 @@ def stderr_file(tmp_path: Path) -> Iterator[Any]:
         yield f
 
 
+@pytest.mark.slow
 async def test_a_trace_continues_over_stdio_and_otel_env_configures_export(
         provider: TracerProvider, stderr_file: Any) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "MCP_STATELESS_"))}
@@ -265,6 +266,7 @@ class _Collector(http.server.BaseHTTPRequestHandler):
         pass
 
 
+@pytest.mark.slow
 def test_otlp_export_configured_by_the_standard_variables() -> None:
     collector = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
     _Collector.received = []

@@ -10,7 +10,12 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from services import http_server
+
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = '''from mcp_stateless import App

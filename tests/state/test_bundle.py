@@ -94,6 +94,7 @@ def _redis_clients(server: RedisServer) -> int:
     return int(line.split(":")[1]) - 1  # not counting this probe
 
 
+@pytest.mark.slow
 async def test_redis_stores_share_one_client_and_aclose_releases_it(redis_server: RedisServer) -> None:
     before = _redis_clients(redis_server)
     bundle = open_state(redis_server.isolated_url())

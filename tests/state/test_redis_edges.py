@@ -36,6 +36,7 @@ def _raw(server: RedisServer) -> redis.Redis:
     return redis.Redis(host="127.0.0.1", port=server.port, socket_timeout=5)
 
 
+@pytest.mark.slow
 async def test_a_delete_takes_the_key_out_of_its_namespaces_due_set(redis_server: RedisServer) -> None:
     prefix = "edges0:"
     conn = RedisConnection(redis_server.url, prefix=prefix)
@@ -57,6 +58,7 @@ async def _bus(server: RedisServer, prefix: str, timeout_s: float = 2.0) -> Redi
     return RedisBus(RedisConnection(server.url, prefix=prefix, timeout_s=timeout_s))
 
 
+@pytest.mark.slow
 async def test_bus_messages_of_exactly_an_origin_are_delivered_empty_and_shorter_ones_are_ignored_with_a_warning(
         redis_server: RedisServer, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="mcp_stateless.state")
@@ -78,6 +80,7 @@ async def test_bus_messages_of_exactly_an_origin_are_delivered_empty_and_shorter
         await bus.aclose()
 
 
+@pytest.mark.slow
 async def test_the_bus_accepts_channel_names_as_text_and_ignores_other_prefixes(
         redis_server: RedisServer, caplog: pytest.LogCaptureFixture) -> None:
     # redis-py hands channels over as bytes, or as str on a client that decodes responses
@@ -120,6 +123,7 @@ async def test_a_bus_that_cannot_subscribe_fails_its_readers_after_twice_the_tim
         await bus.aclose()
 
 
+@pytest.mark.slow
 async def test_the_reader_gives_its_subscription_back_within_a_second_once_nobody_listens(
         own_redis: RedisServer) -> None:
     bus = await _bus(own_redis, prefix="edges3:")
@@ -142,6 +146,7 @@ async def test_the_reader_gives_its_subscription_back_within_a_second_once_nobod
         await bus.aclose()
 
 
+@pytest.mark.slow
 async def test_the_reader_reconnects_quickly_after_each_outage(
         own_redis: RedisServer, caplog: pytest.LogCaptureFixture) -> None:
     # one warning per attempt: 0.1 s, then doubling up to 2 s, and back to 0.1 s once reconnected
@@ -177,6 +182,7 @@ async def test_the_reader_reconnects_quickly_after_each_outage(
         await bus.aclose()
 
 
+@pytest.mark.slow
 async def test_due_by_lists_at_most_one_hundred_by_default(redis_server: RedisServer) -> None:
     records = RedisRecords(RedisConnection(redis_server.url, prefix="edges5:"))
     try:
@@ -187,6 +193,7 @@ async def test_due_by_lists_at_most_one_hundred_by_default(redis_server: RedisSe
         await records.aclose()
 
 
+@pytest.mark.slow
 async def test_a_publish_redis_cannot_take_is_still_delivered_here_and_logged(
         own_redis: RedisServer, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="mcp_stateless.state")
@@ -207,6 +214,7 @@ async def test_a_publish_redis_cannot_take_is_still_delivered_here_and_logged(
         await bus.aclose()
 
 
+@pytest.mark.slow
 async def test_a_bus_closed_once_serves_a_new_subscription(redis_server: RedisServer) -> None:
     # an App closed and started again (tests, lifespan restarts) reuses its bundle's bus
     bus = await _bus(redis_server, prefix="edges7:")
@@ -225,6 +233,7 @@ async def test_a_bus_closed_once_serves_a_new_subscription(redis_server: RedisSe
         await bus.aclose()
 
 
+@pytest.mark.slow
 async def test_a_record_expires_at_the_first_millisecond_not_before_its_time(redis_server: RedisServer) -> None:
     records = RedisRecords(RedisConnection(redis_server.url, prefix="edges8:"))
     raw = _raw(redis_server)
@@ -241,6 +250,7 @@ async def test_a_record_expires_at_the_first_millisecond_not_before_its_time(red
         await records.aclose()
 
 
+@pytest.mark.slow
 async def test_a_hash_that_is_not_a_record_reads_as_absent(redis_server: RedisServer) -> None:
     records = RedisRecords(RedisConnection(redis_server.url, prefix="edges9:"))
     raw = _raw(redis_server)
@@ -260,6 +270,7 @@ async def test_a_bus_nobody_subscribed_to_is_live_at_once() -> None:
     await bus.aclose()
 
 
+@pytest.mark.slow
 async def test_a_redis_url_sets_the_timeout_and_the_prefix(redis_server: RedisServer) -> None:
     tuned, plain = open_state(f"{redis_server.url}?timeout=0.7&prefix=edges10:"), open_state(redis_server.url)
     raw = _raw(redis_server)
@@ -278,6 +289,7 @@ async def test_a_redis_url_sets_the_timeout_and_the_prefix(redis_server: RedisSe
         await plain.aclose()
 
 
+@pytest.mark.slow
 async def test_a_call_to_a_redis_that_stopped_answering_fails_after_its_socket_timeout(own_redis: RedisServer) -> None:
     records = RedisRecords(RedisConnection(own_redis.url, prefix="edges11:", timeout_s=0.5))
     assert own_redis.proc is not None
@@ -308,6 +320,7 @@ async def test_a_call_to_a_dead_redis_says_where_and_why() -> None:
         await records.aclose()
 
 
+@pytest.mark.slow
 async def test_a_connection_left_stale_by_a_redis_restart_is_replaced_on_the_next_call(own_redis: RedisServer) -> None:
     records = RedisRecords(RedisConnection(own_redis.url, prefix="edges12:", timeout_s=1.0))
     try:
@@ -319,6 +332,7 @@ async def test_a_connection_left_stale_by_a_redis_restart_is_replaced_on_the_nex
         await records.aclose()
 
 
+@pytest.mark.slow
 def test_a_connection_used_from_a_new_event_loop_gets_a_new_client(redis_server: RedisServer) -> None:
     # each worker thread or asyncio.run has its own loop; a client is bound to the loop that made it
     conn = RedisConnection(redis_server.url, prefix="edges13:")

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
+
 EXE = str(Path(sys.executable).with_name("mcp-stateless"))
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,7 +13,7 @@ from mcp_stateless.tasks.store import TaskStore
 from services import RedisServer
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
+@pytest.fixture(params=["memory", "sqlite", pytest.param("redis", marks=pytest.mark.slow)])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[TaskStore]:
     if request.param == "memory":
         url = "memory://"

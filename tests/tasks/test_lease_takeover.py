@@ -25,6 +25,9 @@ from services import RedisServer
 from .test_lease_edges import _task
 from .test_runtime import ScriptHost
 
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
+
 ASK = {"ok": {"method": "elicitation/create", "params": {"mode": "form", "message": "ok?",
                                                          "requestedSchema": {"type": "object"}}}}
 

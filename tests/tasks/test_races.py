@@ -20,6 +20,9 @@ from services import RedisServer
 
 from .test_runtime import EXT, FORM, call, poll
 
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
+
 UPDATES = 8  # concurrent tasks/update calls carrying the same final answer
 TRIALS = 4
 

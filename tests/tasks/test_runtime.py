@@ -287,6 +287,7 @@ async def test_task_ids_subscription_needs_the_extension() -> None:
     assert exc.value.code == -32021
 
 
+@pytest.mark.slow
 async def test_redis_outage_is_a_clear_error_not_a_hang_and_recovers(tmp_path: Path) -> None:
     from mcp_stateless.tasks.store import RedisTaskStore
     from services import RedisServer
@@ -363,6 +364,7 @@ async def test_the_runtime_runs_tasks_through_any_tool_host() -> None:
     await runtime.aclose()
 
 
+@pytest.mark.slow
 async def test_malformed_answer_is_refused_and_the_task_keeps_waiting(store: TaskStore) -> None:
     # on every engine (memory, SQLite, the real Redis): the record is never written with a malformed answer
     app, _ = make_app(store)

@@ -94,6 +94,7 @@ async def test_a_sqlite_task_store_lives_in_the_given_file(tmp_path: Path) -> No
         await store.aclose()
 
 
+@pytest.mark.slow
 async def test_a_redis_task_store_on_its_own_connection_uses_the_documented_defaults(redis_server: RedisServer) -> None:
     """`RedisTaskStore(url)` keys tasks under `mcp-stateless:` (what `--state redis://...` uses too, so
     both see the same tasks) with a 2 s socket timeout; the timeout's effect itself is tested on the

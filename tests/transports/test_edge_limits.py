@@ -17,6 +17,9 @@ import pytest
 from cli.test_serve import PV, body, http_server, post
 from services import unavailable
 
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
+
 # Three distinct budgets, far enough apart that a cut-off by the wrong one falls outside every window below.
 IDLE, HEAD, BODY = 1.0, 1.5, 4.0
 FAST = ("--idle-timeout", str(IDLE), "--header-timeout", str(HEAD), "--body-timeout", str(BODY),

@@ -39,6 +39,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.slow
 def test_lifespan_start_up_settles_the_heap() -> None:
     r = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, capture_output=True, text=True, timeout=60,
                        stdin=subprocess.DEVNULL)

@@ -56,6 +56,7 @@ def error_of(payload: bytes) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------- repeated header lines
+@pytest.mark.slow
 def test_two_host_lines_are_400(port: int) -> None:
     lines = [*standard(port, ECHO), f"host: 127.0.0.1:{port}"]
     status, _, payload = exchange(port, lines, orjson.dumps(ECHO))
@@ -63,6 +64,7 @@ def test_two_host_lines_are_400(port: int) -> None:
     assert error_of(payload) == {"code": -32600, "message": "Host header appears more than once"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("extra", "name"), [
     ("mcp-method: tools/list", "mcp-method"),
     ("mcp-name: add", "mcp-name"),
@@ -79,6 +81,7 @@ def test_contradicting_copies_of_a_routing_header_are_rejected(port: int, extra:
     assert error_of(payload) == {"code": -32020, "message": f"{name} header appears twice with different values"}
 
 
+@pytest.mark.slow
 def test_equal_copies_of_a_routing_header_are_tolerated(port: int) -> None:
     lines = [*standard(port, ECHO), "mcp-method: tools/call", "x-other: a", "x-other: b"]
     status, _, payload = exchange(port, lines, orjson.dumps(ECHO))
@@ -92,6 +95,7 @@ def test_repeated_header_rules() -> None:
 
 
 # ------------------------------------------------------------------------------- Accept q-values
+@pytest.mark.slow
 @pytest.mark.parametrize(("accept", "status", "ctype"), [
     ("application/json;q=0, text/html", 406, "application/json"),
     ("application/json; q=0.0, text/event-stream", 200, "text/event-stream"),
@@ -148,6 +152,7 @@ def public_port() -> Iterator[int]:
         proc.wait(15)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("host", "origin", "status"), [
     ("evil.example.com", "http://evil.example.com", 403),  # a DNS-rebinding page
     ("127.0.0.2:{p}", "http://127.0.0.2:{p}", 403),  # no host is named, so no Origin is same-host

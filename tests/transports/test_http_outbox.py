@@ -14,6 +14,9 @@ import pytest
 from cli.test_serve import PV, body, http_server
 from transports.test_stdio_limits import rss_kb
 
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
+
 FLOOD = "tests/transports/apps/flood_app.py:app"
 
 

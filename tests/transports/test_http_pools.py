@@ -8,8 +8,12 @@ import time
 from pathlib import Path
 
 import orjson
+import pytest
 
 from cli.test_serve import PV, body, http_server, post
+
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
 
 FLOOD = "tests/transports/apps/flood_app.py:app"
 

@@ -17,6 +17,9 @@ import pytest
 
 from services import CLI
 
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 APP = "tests/apps/stdio_app.py:app"
 PV = "2026-07-28"

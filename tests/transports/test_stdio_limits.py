@@ -49,6 +49,7 @@ async def test_read_lines_frames_and_skips_only_the_long_line(chunks: list[bytes
     assert await frame(chunks, 8) == expected
 
 
+@pytest.mark.slow
 async def test_the_line_after_an_over_long_line_is_answered() -> None:
     s = await StdioProc.start(FLOOD)
     try:
@@ -69,6 +70,7 @@ async def test_the_line_after_an_over_long_line_is_answered() -> None:
 
 
 # ------------------------------------------------------------------------------- flow control
+@pytest.mark.slow
 async def test_a_client_that_does_not_read_gets_backpressure_not_a_growing_server() -> None:
     """300 requests with 1 MB results, stdout unread for 3 s: the server stops reading its stdin (the
     client's writes block) and its memory stays bounded; then every answer arrives."""
@@ -119,6 +121,7 @@ async def test_a_client_that_does_not_read_gets_backpressure_not_a_growing_serve
             await proc.wait()
 
 
+@pytest.mark.slow
 def test_a_closed_stdout_stops_the_server_quietly() -> None:
     """The client closes its end of our stdout and keeps writing requests: the server cancels its work,
     exits promptly (status 0) and logs at most one line, not a traceback per request."""
