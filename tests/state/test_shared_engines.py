@@ -16,7 +16,7 @@ import pytest
 
 from mcp_stateless.protocol.errors import INTERNAL_ERROR
 from mcp_stateless.state import StateUnavailable, Versioned, open_state
-from services import PostgresServer, RedisCluster
+from services import PostgresServer, RedisCluster, redis_server_exe, valkey_server
 
 pytestmark = pytest.mark.slow
 
@@ -90,11 +90,12 @@ async def test_one_namespace_and_its_topics_spread_over_every_master(redis_clust
         await b.aclose()
 
 
-async def test_a_killed_master_is_replaced_and_the_store_serves_again(tmp_path: Path) -> None:
+@pytest.mark.parametrize("server", ["redis", "valkey"])
+async def test_a_killed_master_is_replaced_and_the_store_serves_again(tmp_path: Path, server: str) -> None:
     """kill -9 of a master: requests on its slots fail with a retryable -32603 (never hang) until its
     replica is promoted, then every record acknowledged with ?wait=1 is there and new writes succeed
     within 10 s of the promotion; a bus reader on that shard gets messages again."""
-    cluster = RedisCluster(tmp_path).start()
+    cluster = RedisCluster(tmp_path, exe=redis_server_exe() if server == "redis" else valkey_server()).start()
     b = open_state(cluster.url + "?wait=1&timeout=1")
     try:
         for i in range(60):
