@@ -48,8 +48,9 @@ _KINDS: tuple[Kind, ...] = (
          "`ctx.protocol_version`); never keep them from an earlier request."),
     Kind("session-keyed-state", 4,
          "State kept in a map or cache keyed by the session (its id or the session object)",
-         "Mint an explicit handle (`ctx.handles.mint(...)`) returned by the tool that starts the work and passed "
-         "back as an argument; keep its data in a shared store (SQLite, Redis) so any instance resolves it."),
+         "Mint an explicit handle (in mcp-stateless a `Handle` subclass: `await Cart.mint(ctx, data)`) returned by "
+         "the tool that starts the work and passed back as an argument (`Cart.resolve(handle_id, ctx)`); keep its "
+         "data in a shared store (SQLite, Redis) so any instance resolves it."),
     Kind("session-id-read", 4,
          "Reads the protocol session id (`Mcp-Session-Id`, the transport's session id)",
          "Drop the session id: a 2026-07-28 request carries none. Identify continuing work by a handle argument, "
