@@ -46,6 +46,7 @@ class Issuer:
     hits: Counter[str] = field(default_factory=Counter)
     basic: list[str] = field(default_factory=list)
     forms: list[dict[str, list[str]]] = field(default_factory=list)
+    accepts: list[str | None] = field(default_factory=list)  # the Accept header of each introspection
 
     def document(self) -> dict[str, Any]:
         if self.metadata is not None:
@@ -92,6 +93,7 @@ def _handler(issuer: Issuer) -> type[BaseHTTPRequestHandler]:
             form = urllib.parse.parse_qs(self.rfile.read(int(self.headers["content-length"])).decode())
             issuer.forms.append(form)
             issuer.basic.append(self.headers.get("authorization", ""))
+            issuer.accepts.append(self.headers.get("accept"))
             if issuer.introspection_raw is not None:
                 self._send(issuer.introspection_status, issuer.introspection_raw)
                 return
@@ -444,3 +446,111 @@ def test_an_authenticator_needs_an_issuer_and_an_absolute_resource() -> None:
     with pytest.raises(ValueError, match="absolute canonical URI"):
         BearerAuthenticator("/mcp", ["https://a.example"])
     assert "s3cret" not in repr(Introspection("rs", "s3cret"))
+
+
+class Clock:
+    """The module's clocks, moved by hand: a cache boundary is checked at its exact instant, not by sleeping."""
+
+    def __init__(self) -> None:
+        self.mono, self.wall = 1000.0, time.time()
+
+    def monotonic(self) -> float:
+        return self.mono
+
+    def time(self) -> float:
+        return self.wall
+
+    def advance(self, seconds: float) -> None:
+        self.mono += seconds
+        self.wall += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    import types
+
+    from mcp_stateless.auth import bearer
+
+    c = Clock()
+    monkeypatch.setattr(bearer, "time", types.SimpleNamespace(monotonic=c.monotonic, time=c.time))
+    return c
+
+
+async def test_an_introspected_answer_is_cached_up_to_but_not_at_cache_seconds(issuer: Issuer, clock: Clock) -> None:
+    issuer.introspection["t"] = {"active": True, "sub": "x", "aud": RESOURCE, "exp": int(clock.wall) + 3600}
+    auth = _introspecting(issuer, cache_seconds=10)
+    assert isinstance(await _auth(auth, "t"), Principal)
+    clock.advance(9.999)
+    assert isinstance(await _auth(auth, "t"), Principal)
+    assert issuer.hits["/introspect"] == 1
+    clock.advance(0.001)  # exactly cache_seconds: asked again
+    assert isinstance(await _auth(auth, "t"), Principal)
+    assert issuer.hits["/introspect"] == 2
+    await auth.aclose()
+
+
+async def test_a_refusal_is_cached_up_to_but_not_at_cache_seconds(issuer: Issuer, clock: Clock) -> None:
+    auth = _introspecting(issuer, cache_seconds=10)
+    _refused(await _auth(auth, "t"), "inactive")
+    clock.advance(9.999)
+    _refused(await _auth(auth, "t"), "inactive")
+    assert issuer.hits["/introspect"] == 1
+    clock.advance(0.001)
+    issuer.introspection["t"] = {"active": True, "sub": "x", "aud": RESOURCE, "exp": int(clock.wall) + 3600}
+    got = await _auth(auth, "t")  # asked again, and now active
+    assert isinstance(got, Principal) and got.id == f"{issuer.url}#x"
+    assert issuer.hits["/introspect"] == 2
+    await auth.aclose()
+
+
+async def test_refusals_are_bounded_and_the_oldest_is_dropped(issuer: Issuer, clock: Clock) -> None:
+    auth = _introspecting(issuer, cache_size=2)
+    for t in ("a", "b"):
+        _refused(await _auth(auth, t), "inactive")
+    for t in ("a", "b"):  # two fit: both still cached
+        _refused(await _auth(auth, t), "inactive")
+    assert issuer.hits["/introspect"] == 2
+    _refused(await _auth(auth, "c"), "inactive")  # a third drops the oldest, "a"
+    _refused(await _auth(auth, "c"), "inactive")
+    _refused(await _auth(auth, "b"), "inactive")
+    assert issuer.hits["/introspect"] == 3
+    _refused(await _auth(auth, "a"), "inactive")
+    assert issuer.hits["/introspect"] == 4
+    await auth.aclose()
+
+
+async def test_introspection_asks_for_json_and_a_sub_wins_over_client_id(issuer: Issuer) -> None:
+    issuer.introspection["t"] = {"active": True, "sub": "dave", "client_id": "robot", "aud": RESOURCE,
+                                 "exp": int(time.time()) + 300}
+    auth = _introspecting(issuer)
+    got = await _auth(auth, "t")
+    assert isinstance(got, Principal) and got.id == f"{issuer.url}#dave"
+    assert issuer.accepts == ["application/json"]
+    await auth.aclose()
+
+
+@pytest.mark.parametrize(("status", "raw", "logged"), [
+    (500, b"{}", "introspection: HTTP 500"),
+    (200, b"not json", "introspection: not JSON"),
+    (200, b"[1, 2]", "introspection: not a JSON object"),
+    (401, b'{"active": true}', "introspection: HTTP 401"),
+])
+async def test_why_introspection_is_unavailable_is_logged(issuer: Issuer, caplog: pytest.LogCaptureFixture,
+                                                          status: int, raw: bytes, logged: str) -> None:
+    caplog.set_level("WARNING", logger="mcp_stateless.auth")
+    issuer.introspection_status, issuer.introspection_raw = status, raw
+    auth = _introspecting(issuer)
+    _unavailable(await _auth(auth, "t"))
+    assert [r.getMessage() for r in caplog.records] == [f"authorization server unavailable: {logged}"]
+    await auth.aclose()
+
+
+async def test_a_missing_introspection_endpoint_is_logged_by_name(issuer: Issuer,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("WARNING", logger="mcp_stateless.auth")
+    issuer.metadata = {"issuer": issuer.url, "jwks_uri": f"{issuer.url}/jwks"}
+    auth = _introspecting(issuer)
+    _unavailable(await _auth(auth, "t"))
+    assert [r.getMessage() for r in caplog.records] == [
+        "authorization server unavailable: the issuer advertises no introspection_endpoint"]
+    await auth.aclose()
