@@ -19,7 +19,8 @@ shift || true
 [ -x .venv/bin/mutmut ] || .venv/bin/pip install -q -e '.[dev,mutation]'
 
 work=$(mktemp -d "/tmp/mutation-$target.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+# MUTATION_KEEP=1 keeps the scratch copy (its path is printed), so `mutmut show NAME` can be run in it.
+if [ -n "${MUTATION_KEEP:-}" ]; then echo "scratch copy kept: $work"; else trap 'rm -rf "$work"' EXIT; fi
 git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - 2>/dev/null | tar -xf - -C "$work"
 # What the tests find beside the package (the venvs, Node and its packages): shared, not copied.
 for d in .venv .cache tools/node/node_modules; do

@@ -47,6 +47,10 @@ class Issuer:
     basic: list[str] = field(default_factory=list)
     forms: list[dict[str, list[str]]] = field(default_factory=list)
     accepts: list[str | None] = field(default_factory=list)  # the Accept header of each introspection
+    get_accepts: list[str | None] = field(default_factory=list)  # the Accept header of each GET
+    jwks_raw: bytes | None = None  # served as the JWKS instead of the keys
+    chunked: bool = False  # bodies without Content-Length, in chunks of 100 bytes
+    redirects: dict[str, str] = field(default_factory=dict)  # path -> Location of a 302
 
     def document(self) -> dict[str, Any]:
         if self.metadata is not None:
@@ -70,19 +74,39 @@ def _handler(issuer: Issuer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, *args: Any) -> None:
             pass
 
+        protocol_version = "HTTP/1.1"
+
         def _send(self, status: int, body: bytes) -> None:
             self.send_response(status)
             self.send_header("content-type", "application/json")
+            if issuer.chunked:
+                self.send_header("transfer-encoding", "chunked")
+                self.send_header("connection", "close")
+                self.end_headers()
+                for i in range(0, len(body), 100):
+                    part = body[i:i + 100]
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+                self.wfile.write(b"0\r\n\r\n")
+                self.close_connection = True
+                return
             self.send_header("content-length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
 
         def do_GET(self) -> None:
             issuer.hits[self.path] += 1
-            if self.path in issuer.metadata_status:
+            issuer.get_accepts.append(self.headers.get("accept"))
+            if self.path in issuer.redirects:
+                self.send_response(302)
+                self.send_header("location", issuer.redirects[self.path])
+                self.send_header("content-length", "0")
+                self.end_headers()
+            elif self.path in issuer.metadata_status:
                 self._send(issuer.metadata_status[self.path], b"{}")
             elif self.path == "/.well-known/oauth-authorization-server":
                 self._send(200, json.dumps(issuer.document()).encode())
+            elif self.path == "/jwks" and issuer.jwks_raw is not None:
+                self._send(200, issuer.jwks_raw)
             elif self.path == "/jwks":
                 self._send(200, json.dumps({"keys": [k.as_dict(private=False) for k in issuer.keys]}).encode())
             else:
@@ -554,3 +578,163 @@ async def test_a_missing_introspection_endpoint_is_logged_by_name(issuer: Issuer
     assert [r.getMessage() for r in caplog.records] == [
         "authorization server unavailable: the issuer advertises no introspection_endpoint"]
     await auth.aclose()
+
+
+# -- what each failure says, and the exact edges of each bound ---------------------------------------------
+
+async def _unavailable_logged(auth: BearerAuthenticator, token: str, caplog: pytest.LogCaptureFixture) -> list[str]:
+    caplog.clear()
+    got = await _auth(auth, token)
+    _unavailable(got)
+    assert isinstance(got, Challenge) and got.code == -32603  # INTERNAL_ERROR in the refusal's body
+    return [r.getMessage().removeprefix("authorization server unavailable: ") for r in caplog.records
+            if r.name == "mcp_stateless.auth" and r.levelname == "WARNING"]
+
+
+@pytest.fixture
+def warnings(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
+    caplog.set_level("WARNING", logger="mcp_stateless.auth")
+    return caplog
+
+
+async def test_unreachable_metadata_names_every_url_tried_and_why(issuer: Issuer, clock: Clock,
+                                                                  warnings: pytest.LogCaptureFixture) -> None:
+    oauth, oidc = (f"{issuer.url}/.well-known/oauth-authorization-server",
+                   f"{issuer.url}/.well-known/openid-configuration")
+    issuer.metadata = {"issuer": "https://someone.else", "jwks_uri": f"{issuer.url}/jwks"}  # RFC 8414's URL
+    issuer.metadata_status = {"/.well-known/openid-configuration": 500}
+    auth = BearerAuthenticator(RESOURCE, [issuer.url])
+    assert await _unavailable_logged(auth, issuer.token(), warnings) == [
+        f"no metadata for {issuer.url} ({oauth}: issuer mismatch; {oidc}: IssuerUnavailable)"]
+    # within the refresh interval nothing is asked again, and the log says so
+    assert await _unavailable_logged(auth, issuer.token(), warnings) == [
+        f"keys of {issuer.url} not fetched (retrying later)"]
+    assert issuer.hits["/.well-known/openid-configuration"] == 1
+    clock.advance(30)  # exactly the refresh interval: asked again
+    assert len(await _unavailable_logged(auth, issuer.token(), warnings)) == 1
+    assert issuer.hits["/.well-known/openid-configuration"] == 2
+    await auth.aclose()
+
+
+@pytest.mark.parametrize(("jwks", "logged"), [
+    (b'{"nokeys": []}', 'JWKS of {url} has no "keys" list'),
+    (b"[]", "GET {url}/jwks: not a JSON object"),
+    (b"{not json", "GET {url}/jwks: not JSON"),
+])
+async def test_a_bad_key_set_is_logged_by_name(issuer: Issuer, warnings: pytest.LogCaptureFixture,
+                                               jwks: bytes, logged: str) -> None:
+    issuer.jwks_raw = jwks
+    auth = BearerAuthenticator(RESOURCE, [issuer.url])
+    assert await _unavailable_logged(auth, issuer.token(), warnings) == [logged.format(url=issuer.url)]
+    await auth.aclose()
+
+
+async def test_metadata_without_jwks_uri_is_logged_by_name(issuer: Issuer,
+                                                           warnings: pytest.LogCaptureFixture) -> None:
+    issuer.metadata = {"issuer": issuer.url}
+    auth = BearerAuthenticator(RESOURCE, [issuer.url])
+    assert await _unavailable_logged(auth, issuer.token(), warnings) == [f"{issuer.url} metadata has no jwks_uri"]
+    await auth.aclose()
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+async def test_a_document_of_exactly_the_cap_is_read_and_one_byte_more_is_not(
+        issuer: Issuer, warnings: pytest.LogCaptureFixture, chunked: bool) -> None:
+    issuer.chunked = chunked
+    keys = json.dumps({"keys": [k.as_dict(private=False) for k in issuer.keys]}).encode()
+    cap = len(keys) + 50
+    issuer.jwks_raw = keys + b" " * 50  # exactly the cap
+    auth = BearerAuthenticator(RESOURCE, [issuer.url], max_document_bytes=cap)
+    assert isinstance(await _auth(auth, issuer.token()), Principal)
+    await auth.aclose()
+    issuer.jwks_raw = keys + b" " * 51
+    auth = BearerAuthenticator(RESOURCE, [issuer.url], max_document_bytes=cap)
+    assert await _unavailable_logged(auth, issuer.token(), warnings) == [
+        f"GET {issuer.url}/jwks: body larger than {cap} bytes"]
+    await auth.aclose()
+
+
+async def test_documents_are_asked_for_as_json_and_redirects_are_not_followed(
+        issuer: Issuer, warnings: pytest.LogCaptureFixture) -> None:
+    auth = BearerAuthenticator(RESOURCE, [issuer.url])
+    assert isinstance(await _auth(auth, issuer.token()), Principal)
+    assert issuer.get_accepts == ["application/json", "application/json"]  # metadata, JWKS
+    await auth.aclose()
+    issuer.redirects = {"/jwks": f"{issuer.url}/jwks-elsewhere"}
+    auth = BearerAuthenticator(RESOURCE, [issuer.url])
+    assert await _unavailable_logged(auth, issuer.token(), warnings) == [f"GET {issuer.url}/jwks: HTTP 302"]
+    assert issuer.hits["/jwks-elsewhere"] == 0
+    await auth.aclose()
+
+
+async def test_a_verified_token_is_taken_from_the_cache_until_exp_plus_leeway_inclusive(
+        issuer: Issuer, clock: Clock) -> None:
+    exp = int(clock.wall) + 100
+    token = issuer.token({"exp": exp, "iat": exp - 200})
+    auth = BearerAuthenticator(RESOURCE, [issuer.url], leeway=30)
+    first = await _auth(auth, token)
+    assert isinstance(first, Principal) and first.expires_at == exp + 30.0
+    issuer.keys = [_key("k2", "k2")]  # the cached answer is all that could still accept it
+    clock.advance(exp + 30 - clock.wall)  # exactly exp + leeway: still cached
+    assert await _auth(auth, token) is first
+    assert await auth.verify(token) is first
+    clock.advance(0.5)  # past it: verified again, and now expired
+    _refused(await _auth(auth, token), "expired")
+    await auth.aclose()
+
+
+async def test_the_verified_cache_is_bounded_and_drops_the_oldest(issuer: Issuer) -> None:
+    auth = BearerAuthenticator(RESOURCE, [issuer.url], verified_cache_size=2)
+    tokens = [issuer.token({"sub": s}) for s in ("a", "b", "c")]
+    got = [await _auth(auth, t) for t in tokens]
+    assert all(isinstance(p, Principal) for p in got)
+    assert await _auth(auth, tokens[2]) is got[2] and await _auth(auth, tokens[1]) is got[1]
+    again = await _auth(auth, tokens[0])  # dropped: verified anew, an equal but new principal
+    assert isinstance(again, Principal) and again == got[0] and again is not got[0]
+    await auth.aclose()
+
+
+async def test_token_size_bounds_are_exact(issuer: Issuer) -> None:
+    auth = BearerAuthenticator(RESOURCE, [issuer.url], max_token_bytes=64)
+    _refused(await _auth(auth, "x" * 64), "not a JWT")  # at the bound: parsed
+    _refused(await _auth(auth, "x" * 65), "token larger than 64 bytes")
+    _refused(await auth.authenticate(_creds("Bearer " + "x" * 89)), "token larger than 64 bytes")  # 96 > 64 + 32
+    _refused(await auth.authenticate(_creds("Bearer" + " " * 26 + "x" * 64)), "not a JWT")  # 96 = 64 + 32
+    with pytest.raises(Exception, match=r"^token larger than 64 bytes$"):
+        await auth.verify("x" * 65)
+    await auth.aclose()
+
+
+def test_configuration_errors_say_what_is_wrong() -> None:
+    with pytest.raises(ValueError, match=r"^BearerAuthenticator needs at least one trusted issuer$"):
+        BearerAuthenticator(RESOURCE, [])
+    with pytest.raises(ValueError, match=r"^resource must be the server's absolute canonical URI$"):
+        BearerAuthenticator("mcp.example/mcp", ["https://issuer.example"])
+    assert BearerAuthenticator("http://127.0.0.1:8000/mcp", ["https://issuer.example"]).resource.startswith("http:")
+    with pytest.raises(ValueError, match=r"^Introspection.issuer must be one of the trusted issuers$"):
+        BearerAuthenticator(RESOURCE, ["https://a.example"],
+                            introspection=Introspection("rs", "s", issuer="https://b.example"))
+    ok = BearerAuthenticator(RESOURCE, ["https://a.example", "https://b.example"],
+                             introspection=Introspection("rs", "s", issuer="https://b.example"))
+    assert ok._introspecting_issuer == "https://b.example"
+
+
+def test_the_challenges_name_the_metadata_and_every_required_scope() -> None:
+    auth = BearerAuthenticator(RESOURCE, ["https://a.example"], required_scopes=["read", "write"])
+    assert auth._bare == Challenge(401, f'Bearer resource_metadata="{META}", scope="read write"',
+                                   "Authentication required")
+    bare = BearerAuthenticator(RESOURCE, ["https://a.example"])._bare
+    assert (bare.www_authenticate, bare.message) == (f'Bearer resource_metadata="{META}"', "Authentication required")
+    assert auth._invalid("why") == Challenge(
+        401, f'Bearer error="invalid_token", resource_metadata="{META}", scope="read write"',
+        "Invalid access token: why")
+
+
+def test_the_documented_defaults() -> None:
+    import inspect
+
+    params = inspect.signature(BearerAuthenticator).parameters
+    assert {n: params[n].default for n in ("leeway", "min_refresh_interval", "timeout", "verified_cache_size",
+                                            "max_token_bytes", "max_document_bytes")} == {
+        "leeway": 30.0, "min_refresh_interval": 30.0, "timeout": 5.0, "verified_cache_size": 4096,
+        "max_token_bytes": 16 * 1024, "max_document_bytes": 1024 * 1024}
