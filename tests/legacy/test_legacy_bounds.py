@@ -17,7 +17,7 @@ import pytest
 from helpers import open_legacy_session
 from mcp_stateless import App
 from mcp_stateless.server.legacy import LegacyServer
-from mcp_stateless.server.legacy.server import MAX_SUBSCRIBED_CHARS, MAX_URI
+from mcp_stateless.server.legacy.methods import MAX_SUBSCRIBED_CHARS, MAX_URI
 
 V = "2025-11-25"
 ACCEPT = "application/json, text/event-stream"
