@@ -282,7 +282,7 @@ def test_the_2025_branch_never_reaches_the_app() -> None:
     graph = _module_graph(EDGES, deferred_too=True)
     package = "mcp_stateless.server.legacy"
     branch = sorted(m for m in MODULES if m == package or m.startswith(package + "."))
-    assert len(branch) > 10  # the scan sees the package's modules
+    assert package + ".server" in branch  # the scan sees the package's modules
     bad = []
     for module in branch:
         via = _reachable(graph, module)
