@@ -90,6 +90,10 @@ class CallRegistry:
         finally:
             release()
 
+    def in_flight(self) -> tuple[dict[str, int], dict[str, int]]:
+        """The places calls hold on this instance, by session key and by principal id (copies)."""
+        return dict(self._by_session), dict(self._by_principal)
+
     def _admit(self, session: SealedSession) -> tuple[str, dict[str, Any]] | None:
         """Take a place for one more call of `session` on this instance; or why not (message, data)."""
         if self._by_session[session.key] >= self.max_inflight_per_session:
