@@ -232,12 +232,9 @@ MODULES = frozenset(_module_name(p) for p in SRC.rglob("*.py"))
 # may only shrink: any other circle, at load or deferred, fails.
 KNOWN_DEFERRED_CIRCLES: frozenset[frozenset[str]] = frozenset({
     frozenset({"mcp_stateless.cli.reload", "mcp_stateless.cli.serve"}),
-    # App.asgi() -> compose -> the 2025 branch -> back to App (deferred imports on both sides)
+    # App.asgi() -> compose -> back to App, and App's parts typed against App (deferred imports on both sides)
     frozenset({"mcp_stateless.server.app", "mcp_stateless.server.compose", "mcp_stateless.server.dispatch",
-               "mcp_stateless.server.legacy", "mcp_stateless.server.legacy.bridge",
-               "mcp_stateless.server.legacy.server", "mcp_stateless.server.legacy.sse",
-               "mcp_stateless.server.legacy.stdio", "mcp_stateless.server.lifespan", "mcp_stateless.server.rounds",
-               "mcp_stateless.server.taskcalls"}),
+               "mcp_stateless.server.lifespan", "mcp_stateless.server.rounds", "mcp_stateless.server.taskcalls"}),
     frozenset({"mcp_stateless.state.base", "mcp_stateless.state.events", "mcp_stateless.state.handles"}),
 })
 
@@ -264,6 +261,38 @@ def test_no_new_circle_through_deferred_imports() -> None:
     new = [c for c in cycles if not any(set(c) <= known for known in KNOWN_DEFERRED_CIRCLES)]
     detail = [str(e) for e in EDGES if any(e.source in c and e.target in c for c in new)]
     assert new == [], f"modules importing each other (deferred): {new}\n" + "\n".join(detail)
+
+
+def _reachable(graph: dict[str, set[str]], start: str) -> dict[str, str]:
+    """Every module `start` loads, directly or through others, each with the module that imports it."""
+    via: dict[str, str] = {}
+    todo = [start]
+    while todo:
+        node = todo.pop()
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in via and nxt != start:
+                via[nxt] = node
+                todo.append(nxt)
+    return via
+
+
+def test_the_2025_branch_never_reaches_the_app() -> None:
+    """`server/legacy/` serves a `LegacyHost` protocol, not `App`: none of its modules imports
+    `server.app`, directly or through another module, at load, inside a function or for typing."""
+    graph = _module_graph(EDGES, deferred_too=True)
+    package = "mcp_stateless.server.legacy"
+    branch = sorted(m for m in MODULES if m == package or m.startswith(package + "."))
+    assert package + ".server" in branch  # the scan sees the package's modules
+    bad = []
+    for module in branch:
+        via = _reachable(graph, module)
+        if "mcp_stateless.server.app" in via:
+            path, node = ["mcp_stateless.server.app"], "mcp_stateless.server.app"
+            while node != module:
+                node = via[node]
+                path.append(node)
+            bad.append(" -> ".join(reversed(path)))
+    assert bad == [], "\n".join(bad)
 
 
 def test_the_module_scan_tells_load_time_imports_from_deferred_ones() -> None:

@@ -102,6 +102,7 @@ async def test_a_listen_stream_gets_no_updates_of_resources_outside_its_scopes()
 
 async def test_a_legacy_session_cannot_subscribe_to_a_resource_outside_its_scopes() -> None:
     from mcp_stateless.server.legacy import LegacyServer
+    from mcp_stateless.transports.http.legacy import STATUS
 
     app = make_app()
     legacy = LegacyServer(app)
@@ -110,21 +111,22 @@ async def test_a_legacy_session_cannot_subscribe_to_a_resource_outside_its_scope
     plain = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
     for call, status in [(READER, 403), (ADMIN, 200)]:
         opened = await legacy.exchange("POST", init, plain, call.principal, False)
-        assert opened.status == 200
-        sid = dict(opened.headers)["mcp-session-id"]
+        assert STATUS[opened.kind] == 200
+        sid = opened.session_id
+        assert sid is not None
         session = {**plain, "mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
         sub = {"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": "vault://launch-codes"}}
         answer = await legacy.exchange("POST", sub, session, call.principal, False)
-        assert answer.status == status, answer.body
+        assert STATUS[answer.kind] == status, answer.message
         if status == 403:
             assert answer.scopes == frozenset({"tools:admin"})
-            assert answer.body == {"jsonrpc": "2.0", "id": 2, "error": {
+            assert answer.message == {"jsonrpc": "2.0", "id": 2, "error": {
                 "code": -32600, "message": "Insufficient scope: resource vault://launch-codes needs tools:admin",
                 "data": {"requiredScopes": ["tools:admin"]}}}
         else:
-            assert answer.body == {"jsonrpc": "2.0", "id": 2, "result": {}}
+            assert answer.message == {"jsonrpc": "2.0", "id": 2, "result": {}}
         public = {**sub, "id": 3, "params": {"uri": "vault://index"}}
-        assert (await legacy.exchange("POST", public, session, call.principal, False)).status == 200
+        assert STATUS[(await legacy.exchange("POST", public, session, call.principal, False)).kind] == 200
 
 
 async def test_a_task_run_sees_the_scopes_of_the_caller_that_created_it() -> None:

@@ -126,6 +126,7 @@ async def test_listen_updates_of_a_two_scope_resource_reach_only_a_caller_with_b
 
 async def test_a_legacy_subscribe_to_a_two_scope_resource_needs_both() -> None:
     from mcp_stateless.server.legacy import LegacyServer
+    from mcp_stateless.transports.http.legacy import STATUS
 
     app = make_app()
     legacy = LegacyServer(app)
@@ -134,10 +135,11 @@ async def test_a_legacy_subscribe_to_a_two_scope_resource_needs_both() -> None:
     plain = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
     for call, status in [(HALF, 403), (FULL, 200)]:
         opened = await legacy.exchange("POST", init, plain, call.principal, False)
-        sid = dict(opened.headers)["mcp-session-id"]
+        sid = opened.session_id
+        assert sid is not None
         session = {**plain, "mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
         sub = {"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": "ledger://2026"}}
         answer = await legacy.exchange("POST", sub, session, call.principal, False)
-        assert answer.status == status, answer.body
+        assert STATUS[answer.kind] == status, answer.message
         if status == 403:
             assert answer.scopes == BOTH

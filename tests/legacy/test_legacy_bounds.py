@@ -17,7 +17,7 @@ import pytest
 from helpers import open_legacy_session
 from mcp_stateless import App
 from mcp_stateless.server.legacy import LegacyServer
-from mcp_stateless.server.legacy.server import MAX_SUBSCRIBED_CHARS, MAX_URI
+from mcp_stateless.server.legacy.methods import MAX_SUBSCRIBED_CHARS, MAX_URI
 
 V = "2025-11-25"
 ACCEPT = "application/json, text/event-stream"
@@ -133,9 +133,9 @@ def test_calls_in_flight_are_bounded_per_session_and_per_principal(served: Calla
     finally:
         gate.set()
     deadline = time.monotonic() + 10  # once the held calls end, their places are free again
-    while (server._inflight_session or server._inflight_principal) and time.monotonic() < deadline:
+    while any(server.calls.in_flight()) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not server._inflight_session and not server._inflight_principal
+    assert server.calls.in_flight() == ({}, {})
     assert _call(s.url, first, "quick", 50).json()["result"]["content"] == [{"type": "text", "text": "quick"}]
 
 

@@ -108,7 +108,7 @@ def _lose_record(s: Any, server: LegacyServer, headers: dict[str, str]) -> None:
     """What a store that evicts, or was flushed, or restarted in memory does to the session's record."""
     session = server.sessions.open(headers["mcp-session-id"], ANONYMOUS.id)
     assert session is not None
-    s.run(server._state().records.delete(SESSION_NS, session.key))
+    s.run(server.state().records.delete(SESSION_NS, session.key))
 
 
 def _ping(url: str, headers: dict[str, str]) -> tuple[int, Any]:

@@ -10,6 +10,7 @@ a bridge in front of legacy servers are others.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
@@ -137,25 +138,42 @@ class SseEvent:
 LegacyItem = SseEvent | KeepAlive
 
 
-@dataclass(slots=True)
-class LegacyAnswer:
-    """The legacy branch's answer to one HTTP exchange: a JSON body (or none, e.g. 202), or an SSE
-    stream of items. The transport writes it and `aclose()`s the stream when the client goes away.
-    `scopes` is set (with status 403) when the body refuses a call for `InsufficientScope`: the HTTP
-    transport adds the step-up challenge it gives modern requests."""
+class LegacyOutcome(enum.Enum):
+    """What became of one 2025-era exchange, in the era's own terms. The legacy branch says which; each
+    transport says it its own way: HTTP with a status (`transports/http/legacy.py`), stdio and the
+    2024-11-05 stream by writing the reply's `message` alone."""
 
-    status: int
-    body: dict[str, Any] | None = None
-    headers: tuple[tuple[str, str], ...] = ()
+    OK = "ok"  # answered: a JSON-RPC response (a result, or a live session's error), a stream, or nothing (DELETE)
+    ACCEPTED = "accepted"  # a notification or a client's response was taken; there is nothing to answer
+    BAD_REQUEST = "bad_request"  # malformed, or not fit for this session (no session id, another version, ...)
+    INSUFFICIENT_SCOPE = "insufficient_scope"  # the caller lacks `scopes` (answered with a step-up challenge)
+    UNKNOWN_SESSION = "unknown_session"  # forged, expired, another principal's or ended: initialize again
+    NOT_ACCEPTABLE = "not_acceptable"  # a stream was asked for by a client that cannot take one
+    TOO_MANY = "too_many"  # a bound was reached (calls running, sessions open): retry after `retry_after_s`
+    FAILED = "failed"  # the server failed (e.g. its state store is unreachable)
+
+
+@dataclass(frozen=True, slots=True)
+class LegacyReply:
+    """The legacy branch's reply to one 2025-era exchange: its `kind`, and a JSON-RPC `message` (or none,
+    e.g. for a notification taken), or a `stream` of items instead. A transport writes it and `aclose()`s
+    the stream when the client goes away. `session_id`: the session `initialize` opened; `scopes`: what
+    an `INSUFFICIENT_SCOPE` caller lacks; `retry_after_s`: when a `TOO_MANY` caller may try again."""
+
+    kind: LegacyOutcome
+    message: dict[str, Any] | None = None
     stream: AsyncGenerator[LegacyItem, None] | None = None
+    session_id: str | None = None
     scopes: frozenset[str] | None = None
+    retry_after_s: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class LegacyCounters:
-    """The 2025 era's exchanges so far, as `(kind, HTTP status, count)` sorted by kind and status. Kinds:
-    `initialize`, `request`, `notification`, `response`, `get`, `delete`, `sse` (2024-11-05 streams
-    opened), `invalid`. A stdio session's exchanges are not counted (one process is one session)."""
+    """The 2025 era's HTTP exchanges so far, as `(kind, HTTP status, count)` sorted by kind and status,
+    counted by the transport that answered them (`LegacyEndpoint.count`). Kinds: `initialize`, `request`,
+    `notification`, `response`, `get`, `delete`, `sse` (2024-11-05 streams opened), `invalid`. A stdio
+    session's exchanges are not counted (one process is one session)."""
 
     exchanges: tuple[tuple[str, int, int], ...] = ()
 
@@ -171,7 +189,7 @@ class LegacyEndpoint(Protocol):
     versions: tuple[str, ...]  # the 2025 revisions it negotiates on Streamable HTTP, newest first
 
     async def exchange(self, http_method: str, message: Any, headers: Mapping[str, str],
-                       principal: Principal, can_sse: bool) -> LegacyAnswer: ...
+                       principal: Principal, can_sse: bool) -> LegacyReply: ...
 
     async def sse_open(self, principal: Principal) -> tuple[str, AsyncGenerator[LegacyItem, None]]:
         """A 2024-11-05 HTTP+SSE stream: the sealed channel reference its `endpoint` event names, and
@@ -179,8 +197,13 @@ class LegacyEndpoint(Protocol):
         ...
 
     async def sse_post(self, channel: str, message: Any, headers: Mapping[str, str],
-                       principal: Principal) -> LegacyAnswer:
-        """A message POSTed to a 2024-11-05 channel (on any instance): 202, its answer on the stream."""
+                       principal: Principal) -> LegacyReply:
+        """A message POSTed to a 2024-11-05 channel (on any instance): accepted, its answer on the stream."""
+        ...
+
+    def count(self, kind: str, status: int) -> None:
+        """Count one exchange of `kind` that a transport answered with `status` (the transport picks
+        statuses, so it counts; the branch keeps the counters, so the exporter reads one place)."""
         ...
 
     def counter_snapshot(self) -> LegacyCounters: ...

@@ -147,14 +147,13 @@ def classify(message: Any) -> LegacyDecision:
     return LegacyRequest(id_, method, params)
 
 
-def session_not_found(id_: RequestId | None, why: str = "Session not found") -> Rejection:
-    """HTTP 404: the client must start a new session with `initialize`."""
-    return Rejection(404, id_, McpError(SESSION_NOT_FOUND, why))
+def session_not_found(why: str = "Session not found") -> McpError:
+    """The client must start a new session with `initialize`."""
+    return McpError(SESSION_NOT_FOUND, why)
 
 
-def session_required(id_: RequestId | None) -> Rejection:
-    return Rejection(400, id_, McpError(
-        errors.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required (send initialize first)"))
+def session_required() -> McpError:
+    return McpError(errors.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required (send initialize first)")
 
 
 def requested_version(message: Any, headers: Mapping[str, str] | None) -> str | None:

@@ -1,4 +1,4 @@
-"""Write once, serve both eras: a legacy request answered by the same `App` handlers as a modern one.
+"""Write once, serve both eras: a legacy request answered by the same host handlers (`App`'s) as a modern one.
 
 The session supplies what the modern `_meta` envelope would carry (version, client capabilities and
 info, log level); the request's own `_meta.progressToken` becomes the progress token. A handler that
@@ -11,7 +11,7 @@ as a modern client's retry would. The legacy client sees only its own era's mess
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...protocol import errors, methods
 from ...protocol.endpoint import Call, Outbox, Reply
@@ -19,11 +19,9 @@ from ...protocol.envelope import META_SERVER_INFO, Request
 from ...protocol.errors import McpError
 from ...protocol.legacy import LegacyRequest
 from ...protocol.principal import Principal
+from .host import LegacyHost
 from .peer import Peer, ask_all
-from .sessions import Session, SessionState
-
-if TYPE_CHECKING:
-    from ..app import App
+from .sessions import SealedSession, SessionState
 
 # The App methods a legacy session reaches (discovery, listen and extension methods are modern only):
 # the method table's `bridged` (protocol/methods.py).
@@ -48,7 +46,7 @@ def legacy_result(result: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-async def run(app: App, peer: Peer, session: Session, state: SessionState, req: LegacyRequest,
+async def run(host: LegacyHost, peer: Peer, session: SealedSession, state: SessionState, req: LegacyRequest,
               principal: Principal, outbox: Outbox | None, headers: Mapping[str, str] | None) -> Reply:
     """The complete JSON-RPC response to one bridged request (its `scopes` set when the caller lacks some:
     HTTP answers that with the step-up challenge, as on the modern path)."""
@@ -65,7 +63,7 @@ async def run(app: App, peer: Peer, session: Session, state: SessionState, req: 
     for _ in range(MAX_ROUNDS):
         modern = Request(req.id, req.method, round_params, session.version, session.capabilities,
                          session.client_info, level, token)
-        reply = await app.handle(modern, call)
+        reply = await host.handle(modern, call)
         result = reply.message.get("result")
         if not isinstance(result, dict) or result.get("resultType") != "input_required":
             if isinstance(result, dict):

@@ -21,7 +21,7 @@ from ...protocol import errors
 from ...protocol.errors import McpError
 from ...protocol.legacy import LegacyResponse
 from ...state import Bus, RecordStore
-from .sessions import Session
+from .sessions import SealedSession
 
 PENDING_NS = "legacy-pending"
 ID_PREFIX = "mcps-"  # ids of our requests, so a client's answer is recognisable before any lookup
@@ -39,7 +39,7 @@ class Peer:
         self.bus = bus
         self.timeout_s = timeout_s
 
-    async def ask(self, session: Session, method: str, params: dict[str, Any] | None,
+    async def ask(self, session: SealedSession, method: str, params: dict[str, Any] | None,
                   emit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
         """Send one request through `emit` and return the client's result (its error raises McpError)."""
         rid = ID_PREFIX + base64.urlsafe_b64encode(os.urandom(15)).decode("ascii")
@@ -66,7 +66,7 @@ class Peer:
         result: dict[str, Any] = answer.get("result") or {}
         return result
 
-    async def answer(self, session: Session, response: LegacyResponse) -> bool:
+    async def answer(self, session: SealedSession, response: LegacyResponse) -> bool:
         """Deliver a client's response; False when nobody (of this session) waits for that id."""
         rid = response.id
         if not isinstance(rid, str) or not rid.startswith(ID_PREFIX):
@@ -81,7 +81,7 @@ class Peer:
         return True
 
 
-async def ask_all(peer: Peer, session: Session, requests: dict[str, Any],
+async def ask_all(peer: Peer, session: SealedSession, requests: dict[str, Any],
                   emit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     """Every `inputRequests` entry of an MRTR round as a real request, concurrently: their answers by key."""
     keys = list(requests)

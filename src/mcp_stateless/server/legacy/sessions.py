@@ -6,7 +6,7 @@ principal and a random key are sealed with the app's key ring (the same HMAC sea
 What changes during a session lives in one small record of the shared record store, under the session's
 random key, made at `initialize` and kept as long as the id is valid: the log level and the resource
 subscriptions. The record *is* the session's liveness: a DELETE removes it, and an id whose record is
-missing is refused (404) everywhere - so a store that loses records (a restarted memory store, a Redis
+missing is refused (an unknown session) everywhere - so a store that loses records (a restarted memory store, a Redis
 that evicts or was flushed) ends sessions, and never brings a deleted one back. Nothing re-creates a
 missing record (`update` refuses), so a write racing a DELETE cannot resurrect the session either.
 """
@@ -36,8 +36,9 @@ RECORD_GRACE_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
-class Session:
-    """What the sealed id says (immutable for the session's life)."""
+class SealedSession:
+    """A 2025 session as its sealed id describes it (immutable for the session's life; what changes is
+    its `SessionState`, in the shared record). Not the client's `client.session.Session`."""
 
     key: str  # random, names the session's mutable record
     version: str
@@ -78,14 +79,14 @@ class Sessions:
         self.ttl_s = ttl_s
 
     def issue(self, principal: str, version: str, capabilities: dict[str, Any],
-              client_info: dict[str, Any] | None) -> tuple[str, Session]:
+              client_info: dict[str, Any] | None) -> tuple[str, SealedSession]:
         key = base64.urlsafe_b64encode(os.urandom(15)).decode("ascii")
         info = {k: client_info[k] for k in _INFO_KEYS if k in client_info} if client_info else None
         payload = {"k": key, "v": version, "c": capabilities, "i": info}
         sid = seal(self.ring, StateContext(principal, _SEAL_METHOD, _SEAL_DIGEST), payload, self.ttl_s)
-        return sid, Session(key, version, capabilities, info, principal, time.time() + self.ttl_s)
+        return sid, SealedSession(key, version, capabilities, info, principal, time.time() + self.ttl_s)
 
-    def open(self, sid: str, principal: str) -> Session | None:
+    def open(self, sid: str, principal: str) -> SealedSession | None:
         """The session an id names for this principal; None when forged, expired or another's."""
         try:
             payload = unseal(self.ring, StateContext(principal, _SEAL_METHOD, _SEAL_DIGEST), sid)
@@ -97,17 +98,17 @@ class Sessions:
         if not isinstance(key, str) or not isinstance(version, str) or not isinstance(caps, dict):
             return None
         # The seal's expiry was checked by unseal; the record's TTL follows it.
-        return Session(key, version, caps, info if isinstance(info, dict) else None, principal,
+        return SealedSession(key, version, caps, info if isinstance(info, dict) else None, principal,
                        time.time() + self.ttl_s)
 
-    async def create(self, session: Session) -> None:
+    async def create(self, session: SealedSession) -> None:
         """Make the record of a session just issued (its id is valid only while the record exists)."""
         # The record outlives the sealed id by a little, so that near the end an id that still unseals
         # is not refused for a record that expired a moment earlier (clocks of two instances differ).
         expires = session.expires_at + RECORD_GRACE_S
         await self.records.create(SESSION_NS, session.key, SessionState().encode(), expires_at=expires)
 
-    async def state(self, session: Session) -> SessionState | None:
+    async def state(self, session: SealedSession) -> SessionState | None:
         """The session's state; None when it has ended (DELETE, its stream closed, or its record lost)."""
         got = await self.records.get(SESSION_NS, session.key)
         if got is None:
@@ -115,10 +116,10 @@ class Sessions:
         state = SessionState.decode(got.data)
         return None if state.deleted else state  # `deleted`: a tombstone written by an earlier version
 
-    async def end(self, session: Session) -> None:
+    async def end(self, session: SealedSession) -> None:
         await self.records.delete(SESSION_NS, session.key)
 
-    async def update(self, session: Session, change: Any) -> SessionState:
+    async def update(self, session: SealedSession, change: Any) -> SessionState:
         """Apply `change(state)` with compare-and-swap, so two instances never lose each other's update.
         Raises `SessionGone` when the session ended meanwhile (its record is never re-created)."""
         for _ in range(16):
@@ -134,7 +135,7 @@ class Sessions:
         raise McpError(-32603, "the session's state is changing too fast; retry")
 
 
-    async def admit(self, session: Session, limit: int) -> bool:
+    async def admit(self, session: SealedSession, limit: int) -> bool:
         """Count `session` among its principal's open sessions; False (nothing stored) when the principal
         has `limit` open already. The count is one shared record per principal: the keys and expiries of
         its sessions, the expired ones pruned at each admission (so it never holds more than `limit`)."""
@@ -154,7 +155,7 @@ class Sessions:
                 return True
         raise McpError(-32603, "this principal's sessions are changing too fast; retry")
 
-    async def forget(self, session: Session) -> None:
+    async def forget(self, session: SealedSession) -> None:
         """Take an ended session out of its principal's count (best effort: expiry prunes it anyway)."""
         for _ in range(16):
             got = await self.records.get(PRINCIPAL_NS, session.principal)

@@ -2,7 +2,7 @@
 
 A client opens an SSE stream with GET; its first event (`endpoint`) names the URL to POST to, carrying a
 *channel* reference sealed with the app's key ring and bound to the principal (so it cannot be forged or
-used by anyone else). Every POST is answered 202 at once; what it produces - the response, its
+used by anyone else). Every POST is accepted at once (202 on HTTP); what it produces - the response, its
 notifications, server->client requests - goes out on the stream. The stream is held by one instance,
 but the POST may land on any: messages for a channel are published on the state bus under the
 channel's topic, which the instance holding the stream reads. The channel's record (shared, with a TTL)
@@ -22,30 +22,26 @@ import logging
 import os
 import time
 from collections.abc import AsyncGenerator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import orjson
 
 from ...protocol import errors
 from ...protocol.encoding import decode_exact, encode_message
-from ...protocol.endpoint import KEEPALIVE, LegacyAnswer, LegacyItem, SseEvent
+from ...protocol.endpoint import KEEPALIVE, LegacyItem, LegacyOutcome, LegacyReply, Outbox, SseEvent
 from ...protocol.envelope import Rejection
 from ...protocol.errors import McpError, error_response
-from ...protocol.legacy import (
-    SESSION_HEADER,
-    SSE_VERSIONS,
-    LegacyRequest,
-    classify,
-    session_not_found,
-)
+from ...protocol.legacy import SESSION_HEADER, SSE_VERSIONS, LegacyRequest, classify, session_not_found
 from ...protocol.mrtr import StateContext, seal, unseal
 from ...protocol.principal import Principal
+from . import replies
+from .calls import CallRegistry
+from .getstream import GetStreams
+from .lifecycle import Lifecycle
 from .outbox import PendingMessages
-from .sessions import Session
+from .parts import Parts
+from .sessions import SealedSession
 from .streams import entry
-
-if TYPE_CHECKING:
-    from .server import LegacyServer
 
 log = logging.getLogger("mcp_stateless.legacy")
 
@@ -58,11 +54,25 @@ def channel_topic(key: str) -> str:
     return f"legacy-sse:{key}"
 
 
-class SseChannels:
-    """Opens 2024-11-05 streams and takes the POSTs meant for them (on any instance)."""
+class Exchange(Protocol):
+    """`LegacyServer.exchange`: how a channel's message is answered as Streamable HTTP would answer it."""
 
-    def __init__(self, server: LegacyServer) -> None:
-        self.server = server
+    async def __call__(self, http_method: str, message: Any, headers: Mapping[str, str], principal: Principal,
+                       can_sse: bool, outbox: Outbox | None = None) -> LegacyReply: ...
+
+
+class SseChannels:
+    """Opens 2024-11-05 streams and takes the POSTs meant for them (on any instance). `exchange` answers
+    a channel's messages once it carries a session; `max_stream_bytes` as `LegacyServer` documents it."""
+
+    def __init__(self, parts: Parts, lifecycle: Lifecycle, calls: CallRegistry, get_streams: GetStreams,
+                 exchange: Exchange, *, max_stream_bytes: int) -> None:
+        self.parts = parts
+        self.lifecycle = lifecycle
+        self.calls = calls
+        self.get_streams = get_streams
+        self.exchange = exchange
+        self.max_stream_bytes = max_stream_bytes
 
     def _context(self, principal: Principal) -> StateContext:
         return StateContext(principal.id, _SEAL_METHOD, _SEAL_DIGEST)
@@ -71,11 +81,11 @@ class SseChannels:
     async def open(self, principal: Principal) -> tuple[str, AsyncGenerator[LegacyItem, None]]:
         """A new channel: its sealed reference (for the `endpoint` event) and its stream, already
         subscribed, so nothing POSTed after the client reads the reference is missed."""
-        server = self.server
-        state = server._state()
+        parts = self.parts
+        state = parts.state()
         key = base64.urlsafe_b64encode(os.urandom(15)).decode("ascii")
-        token = seal(server.app.ensure_key_ring(), self._context(principal), {"k": key}, server.session_ttl_s)
-        await state.records.create(CHANNEL_NS, key, b"", expires_at=time.time() + server.session_ttl_s)
+        token = seal(parts.host.ensure_key_ring(), self._context(principal), {"k": key}, parts.session_ttl_s)
+        await state.records.create(CHANNEL_NS, key, b"", expires_at=time.time() + parts.session_ttl_s)
         sub = state.bus.subscribe(channel_topic(key))
         try:
             await sub.ready()
@@ -85,15 +95,14 @@ class SseChannels:
         return token, self._stream(key, sub, principal)
 
     async def _stream(self, key: str, sub: Any, principal: Principal) -> AsyncGenerator[LegacyItem, None]:
-        server = self.server
-        keepalive = server.keepalive_s if server.keepalive_s is not None else server.app.listen_keepalive_s
-        out = _ByteBoundedQueue(server.max_stream_bytes)
-        session: Session | None = None
+        keepalive = self.parts.keepalive()
+        out = _ByteBoundedQueue(self.max_stream_bytes)
+        session: SealedSession | None = None
         events: asyncio.Task[None] | None = None
 
-        async def session_events(s: Session) -> None:
+        async def session_events(s: SealedSession) -> None:
             # What the standalone GET stream carries on Streamable HTTP: list changes, resource updates.
-            stream = server.events(s)
+            stream = self.get_streams.events(s)
             try:
                 async for item in stream:
                     if (isinstance(item, SseEvent) and item.message is not None
@@ -106,7 +115,7 @@ class SseChannels:
         async def overflowed() -> None:
             # The response itself is stuck behind the client's full socket (the generator waits at its
             # `yield` until the client reads), so the channel and its session end now, from here: POSTs
-            # get 404 at once, and nothing more is queued for it.
+            # find no session at once, and nothing more is queued for it.
             log.warning("a 2024-11-05 SSE client is not reading its stream (over %d bytes waiting): closed",
                         out.max_bytes, extra={"era": "legacy"})
             await self._ended(key, session)
@@ -130,7 +139,7 @@ class SseChannels:
                         await overflowed()
                         return
                 elif isinstance(got.get("s"), str) and session is None:
-                    session = server.sessions.open(got["s"], principal.id)
+                    session = self.parts.sessions().open(got["s"], principal.id)
                     if session is not None:
                         events = asyncio.ensure_future(session_events(session))
 
@@ -147,86 +156,79 @@ class SseChannels:
                 if task is not None:
                     task.cancel()
             sub.close()
-            ended = asyncio.ensure_future(self._ended(key, session))
-            server._running.add(ended)
-            ended.add_done_callback(server._running.discard)
+            self.calls.keep(asyncio.ensure_future(self._ended(key, session)))
 
-    async def _ended(self, key: str, session: Session | None) -> None:
+    async def _ended(self, key: str, session: SealedSession | None) -> None:
         """The stream is gone: so is its channel, and the session it carried."""
         with contextlib.suppress(Exception):
-            await self.server._state().records.delete(CHANNEL_NS, key)
+            await self.parts.state().records.delete(CHANNEL_NS, key)
             if session is not None:
-                await self.server.end_session(session)
+                await self.lifecycle.end(session)
 
     # ------------------------------------------------------------------ POST: any instance
-    async def post(self, token: str, message: Any, headers: Mapping[str, str], principal: Principal) -> LegacyAnswer:
-        server = self.server
-        state = server._state()
+    async def post(self, token: str, message: Any, headers: Mapping[str, str], principal: Principal) -> LegacyReply:
+        parts = self.parts
+        state = parts.state()
         try:
-            payload = unseal(server.app.ensure_key_ring(), self._context(principal), token)
+            payload = unseal(parts.host.ensure_key_ring(), self._context(principal), token)
         except McpError:
             payload = None
         key = payload.get("k") if isinstance(payload, dict) else None
         decision = classify(message)
         rid = decision.id if isinstance(decision, LegacyRequest) else None
         if not isinstance(key, str):
-            return _rejected(session_not_found(rid))
+            return replies.refused(LegacyOutcome.UNKNOWN_SESSION, rid, session_not_found())
         got = await state.records.get(CHANNEL_NS, key)
         if got is None:
-            return _rejected(session_not_found(rid, "Session not found: its SSE stream was closed"))
+            return replies.refused(LegacyOutcome.UNKNOWN_SESSION, rid,
+                                   session_not_found("Session not found: its SSE stream was closed"))
         if isinstance(decision, Rejection):
-            return _rejected(decision)
+            return replies.malformed(decision)
         topic = channel_topic(key)
         if isinstance(decision, LegacyRequest) and decision.method == "initialize":
             if got.data:
-                return _rejected(Rejection(400, rid, McpError(
-                    errors.INVALID_REQUEST, "this SSE session is initialized already")))
-            answer, session = server.initialize(decision, principal, SSE_VERSIONS)
-            refused = None if session is None else await server.start_session(session)
+                return replies.bad_request(rid, "this SSE session is initialized already")
+            reply, session = self.lifecycle.initialize(decision, principal, SSE_VERSIONS)
+            refused = None if session is None else await self.lifecycle.start(session)
             if refused is not None:
                 await state.bus.publish(topic, entry(error_response(decision.id, refused)))
-                return LegacyAnswer(202)
+                return replies.ACCEPTED
             if session is not None:
-                sid = dict(answer.headers)[SESSION_HEADER]
+                sid = reply.session_id
+                assert sid is not None  # an initialize that opened a session names it
                 if not await state.records.swap(CHANNEL_NS, key, got.version, sid.encode(),
-                                                expires_at=time.time() + server.session_ttl_s):
-                    return _rejected(Rejection(400, rid, McpError(
-                        errors.INVALID_REQUEST, "this SSE session is initialized already")))
+                                                expires_at=time.time() + parts.session_ttl_s):
+                    return replies.bad_request(rid, "this SSE session is initialized already")
                 await state.bus.publish(topic, orjson.dumps({"s": sid}))
-            await state.bus.publish(topic, entry(answer.body))
-            server.counters[("initialize", 202)] += 1
-            return LegacyAnswer(202)
+            await state.bus.publish(topic, entry(reply.message))
+            return replies.ACCEPTED
         if not got.data:
             if isinstance(decision, LegacyRequest):
-                # As the 2024-11-05 transport answers every request: 202 here, the answer on the stream.
-                # Auto-negotiating clients probe with `server/discover` first; a JSON-RPC error (not an
-                # HTTP 400, which their SSE transports only log) is what makes them fall back to initialize.
+                # As the 2024-11-05 transport answers every request: accepted here, the answer on the stream.
+                # Auto-negotiating clients probe with `server/discover` first; a JSON-RPC error (not a
+                # refused POST, which their SSE transports only log) is what makes them fall back to initialize.
                 await state.bus.publish(topic, entry(error_response(decision.id, _before_initialize(decision))))
-                return LegacyAnswer(202)
-            return _rejected(Rejection(400, rid, McpError(errors.INVALID_REQUEST, "send initialize first")))
+                return replies.ACCEPTED
+            return replies.bad_request(rid, "send initialize first")
         sid = got.data.decode()
         scoped = {**headers, SESSION_HEADER: sid}
         if not isinstance(decision, LegacyRequest):
             # Notifications and the client's answers to our requests take no time: answered inline.
-            return await server.exchange("POST", message, scoped, principal, False)
-        session = server.sessions.open(sid, principal.id)
+            return await self.exchange("POST", message, scoped, principal, False)
+        session = parts.sessions().open(sid, principal.id)
         if session is None:
-            return _rejected(session_not_found(rid))
+            return replies.refused(LegacyOutcome.UNKNOWN_SESSION, rid, session_not_found())
         outbox = PendingMessages()
         call = asyncio.ensure_future(self._run(topic, outbox, message, scoped, principal))
-        await server._watch_cancellations()
-        server._running.add(call)
-        call.add_done_callback(server._running.discard)
-        ckey = (session.key, decision.id)
-        server._calls[ckey] = call
-        call.add_done_callback(lambda t: server._calls.pop(ckey, None) if server._calls.get(ckey) is t else None)
-        return LegacyAnswer(202)
+        self.calls.keep(call)
+        await self.calls.track(session, decision.id, call)
+        return replies.ACCEPTED
 
     async def _run(self, topic: str, outbox: PendingMessages, message: Any, headers: Mapping[str, str],
                    principal: Principal) -> None:
         """One request of a channel: its messages, then its response, published in order."""
-        bus = self.server._state().bus
-        work = asyncio.ensure_future(self.server.exchange("POST", message, headers, principal, False, outbox))
+        bus = self.parts.state().bus
+        work = asyncio.ensure_future(self.exchange("POST", message, headers, principal, False, outbox))
         work.add_done_callback(lambda _t: outbox.wake())
         try:
             while True:
@@ -236,8 +238,8 @@ class SseChannels:
                     break
                 if not outbox.pending and not outbox.dropped:
                     await outbox.wait()
-            answer = work.result()
-            body = answer.body if answer.body is not None else error_response(
+            reply = work.result()
+            body = reply.message if reply.message is not None else error_response(
                 message.get("id"), McpError(errors.INTERNAL_ERROR, "the request produced no response"))
             await bus.publish(topic, entry(body))
         except asyncio.CancelledError:
@@ -302,7 +304,3 @@ class _ByteBoundedQueue:
         item, size = self._items.popleft()
         self.bytes -= size
         return item
-
-
-def _rejected(r: Rejection) -> LegacyAnswer:
-    return LegacyAnswer(r.status, r.body())

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...protocol import errors
 from ...protocol.endpoint import SseEvent
@@ -23,21 +23,25 @@ from ...protocol.jsonrpc import RequestId
 from ...protocol.legacy import LegacyNotification, LegacyRequest, LegacyResponse
 from ...protocol.outbox import LineOutbox
 from ...protocol.principal import Principal
-from .sessions import Session, SessionState
-
-if TYPE_CHECKING:
-    from .server import LegacyServer
-
+from .getstream import GetStreams
+from .lifecycle import Lifecycle
+from .methods import Methods
+from .parts import Parts
+from .sessions import SealedSession, SessionState
 
 _Entry = tuple[asyncio.Task[None], LineOutbox]
 
 
 class LegacyStdioSession:
-    def __init__(self, server: LegacyServer, principal: Principal, write: Callable[[dict[str, Any]], None]) -> None:
-        self.server = server
+    def __init__(self, parts: Parts, lifecycle: Lifecycle, methods: Methods, get_streams: GetStreams,
+                 principal: Principal, write: Callable[[dict[str, Any]], None]) -> None:
+        self.parts = parts
+        self.lifecycle = lifecycle
+        self.methods = methods
+        self.get_streams = get_streams
         self.principal = principal
         self.write = write
-        self.session: Session | None = None
+        self.session: SealedSession | None = None
         # the one in-flight table and request-id rule of every transport (protocol/inbound.py)
         self._inbound: Inbound[_Entry] = Inbound(legacy=True)
         self._events: asyncio.Task[None] | None = None
@@ -64,20 +68,20 @@ class LegacyStdioSession:
         loop = asyncio.get_running_loop()
         if isinstance(decision, LegacyResponse):
             if self.session is not None:
-                answering = loop.create_task(self.server.peer.answer(self.session, decision))
+                answering = loop.create_task(self.parts.peer().answer(self.session, decision))
                 self._background.add(answering)  # keep a reference until it is done
                 answering.add_done_callback(self._background.discard)
             return
         if not isinstance(decision, LegacyRequest):  # pragma: no cover - a legacy Inbound gives no modern kinds
             return
         if decision.method == "initialize":
-            answer, session = self.server.initialize(decision, self.principal)
+            reply, session = self.lifecycle.initialize(decision, self.principal)
             if session is not None:
                 self.session = session
                 # made before any later request of the session reads it (each awaits this first)
-                self._created = loop.create_task(self.server.sessions.create(session))
-            if answer.body is not None:
-                self.write(answer.body)
+                self._created = loop.create_task(self.parts.sessions().create(session))
+            if reply.message is not None:
+                self.write(reply.message)
             return
         if self.session is None:
             self.write(error_response(decision.id, McpError(errors.INVALID_REQUEST, "send initialize first")))
@@ -92,21 +96,22 @@ class LegacyStdioSession:
     def _finished(self, rid: RequestId, entry: _Entry, _task: asyncio.Task[None]) -> None:
         self._inbound.inflight.finish(rid, entry)
 
-    async def _request(self, req: LegacyRequest, session: Session, outbox: LineOutbox) -> None:
+    async def _request(self, req: LegacyRequest, session: SealedSession, outbox: LineOutbox) -> None:
         if self._created is not None:
             await self._created
         # One process is one session (no DELETE on stdio): a record the store lost ends nothing here.
-        state = await self.server.sessions.state(session) or SessionState()
-        answer = await self.server._request(req, session, state, self.principal, None, False, outbox)
-        if answer.body is not None and req.id in self._inbound.inflight:
+        state = await self.parts.sessions().state(session) or SessionState()
+        # stdio says every outcome the same way: the reply's message, if it has one
+        reply = await self.methods.request(req, session, state, self.principal, outbox=outbox)
+        if reply.message is not None and req.id in self._inbound.inflight:
             outbox.flush(force=True)  # what the handler emitted goes before its response
             outbox.close()
-            self.write(answer.body)
+            self.write(reply.message)
 
-    async def _pump_events(self, session: Session) -> None:
+    async def _pump_events(self, session: SealedSession) -> None:
         if self._created is not None:
             await self._created
-        stream = self.server.events(session)
+        stream = self.get_streams.events(session)
         try:
             async for item in stream:
                 if isinstance(item, SseEvent) and item.message is not None:

@@ -25,7 +25,7 @@ from ...protocol.encoding import decode_exact, encode_message, encode_record
 from ...protocol.endpoint import KEEPALIVE, LegacyItem, SseEvent
 from ...protocol.errors import McpError, error_response
 from ...state import Bus, RecordStore
-from .sessions import Session
+from .sessions import SealedSession
 
 EVENTS_NS = "legacy-events"
 
@@ -75,7 +75,7 @@ class StreamLog:
     def dead_after_s(self) -> float:
         return self.heartbeat_s * self.MISSED_BEATS
 
-    async def open(self, session: Session, request_id: Any = None) -> str:
+    async def open(self, session: SealedSession, request_id: Any = None) -> str:
         stream = base64.urlsafe_b64encode(os.urandom(12)).decode("ascii")
         owner = encode_record({"s": session.key, "r": request_id, "t": time.time()})
         await self.records.create(EVENTS_NS, stream, owner, expires_at=time.time() + self.ttl_s)

@@ -1,14 +1,19 @@
 """The 2025-era leg of the HTTP edge: the exchanges `protocol.legacy.era_of` calls legacy (and, with
 `legacy_sse`, the 2024-11-05 HTTP+SSE transport) handed to the legacy branch over the `LegacyEndpoint`
-seam, its retirement policy applied, and its answers written (a JSON body, an empty status, or an SSE
-stream). Imported only when a transport serves that era, so the modern request path never loads it.
+seam, its retirement policy applied, and its replies written (a JSON body, an empty status, or an SSE
+stream). The branch says what became of an exchange (`LegacyOutcome`); the HTTP status for each is
+chosen here and only here (`STATUS`), as the modern path's are from the error code. Each exchange is
+counted with the status it got. Imported only when a transport serves that era, so the modern request
+path never loads it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
+import types
 import urllib.parse
 from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any
@@ -16,14 +21,43 @@ from typing import Any
 from ...protocol import errors, sse
 from ...protocol.asgi import Receive, Scope, Send
 from ...protocol.encoding import encode_message
-from ...protocol.endpoint import KeepAlive, LegacyAnswer, LegacyEndpoint, LegacyItem
+from ...protocol.endpoint import KeepAlive, LegacyEndpoint, LegacyItem, LegacyOutcome, LegacyReply
 from ...protocol.errors import McpError
-from ...protocol.legacy import request_id, requested_version
+from ...protocol.legacy import SESSION_HEADER, request_id, requested_version
 from ...protocol.principal import Principal
 from ...protocol.retirement import Retirement
 from . import respond
 from .guards import Authentication, accepts_sse
 from .routing import CHANNEL_PARAM
+
+log = logging.getLogger("mcp_stateless.legacy")
+
+# What each outcome of a 2025-era exchange is on HTTP.
+STATUS: Mapping[LegacyOutcome, int] = types.MappingProxyType({
+    LegacyOutcome.OK: 200,
+    LegacyOutcome.ACCEPTED: 202,
+    LegacyOutcome.BAD_REQUEST: 400,
+    # the authorization spec's step-up: 403 with a challenge naming the scopes, which 2025-11-25 clients act on
+    LegacyOutcome.INSUFFICIENT_SCOPE: 403,
+    LegacyOutcome.UNKNOWN_SESSION: 404,  # the Streamable HTTP transport's "start a new session"
+    LegacyOutcome.NOT_ACCEPTABLE: 406,
+    LegacyOutcome.TOO_MANY: 429,
+    LegacyOutcome.FAILED: 500,
+})
+
+
+def exchange_kind(http_method: str, message: Any) -> str:
+    """What a legacy exchange was, for counters and logs: get, delete, initialize, response, notification,
+    request (a method name would let clients grow the counter without bound)."""
+    if http_method != "POST":
+        return http_method.lower()
+    if not isinstance(message, dict):
+        return "invalid"
+    if message.get("method") == "initialize":
+        return "initialize"
+    if "method" not in message:
+        return "response"
+    return "request" if "id" in message else "notification"
 
 
 class LegacyLeg:
@@ -57,12 +91,34 @@ class LegacyLeg:
             can_sse = accepts_sse(headers)
         if await self._retired(message, headers, send):
             return
-        answer = await self.legacy.exchange(method, message, headers, who, can_sse)
-        if answer.scopes is not None:  # the 2025-11-25 clients step up on the same challenge
-            answer.headers = (*answer.headers, ("www-authenticate", self.auth.scope_challenge(answer.scopes)))
+        reply = await self.legacy.exchange(method, message, headers, who, can_sse)
+        status = self._counted(method, message, reply)
         # The GET stream is the session's long-lived one: it ends when the token that opened it expires.
         expires_at = who.expires_at if method == "GET" else None
-        await write(self._deprecated(answer), receive, send, expires_at)
+        await write(status, reply, self._headers(reply), receive, send, expires_at)
+
+    def _counted(self, method: str, message: Any, reply: LegacyReply) -> int:
+        """The HTTP status of `reply`, the exchange counted with it."""
+        status = STATUS[reply.kind]
+        kind = exchange_kind(method, message)
+        self.legacy.count(kind, status)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("legacy %s -> %d", kind, status, extra={"era": "legacy", "legacy_kind": kind})
+        return status
+
+    def _headers(self, reply: LegacyReply) -> list[tuple[str, str]]:
+        """The headers a reply's outcome calls for, then `Deprecation` and `Sunset` while a retirement
+        date lies ahead."""
+        out: list[tuple[str, str]] = []
+        if reply.session_id is not None:
+            out.append((SESSION_HEADER, reply.session_id))
+        if reply.retry_after_s is not None:
+            out.append(("Retry-After", str(reply.retry_after_s)))
+        if reply.scopes is not None:  # the 2025-11-25 clients step up on the modern path's challenge
+            out.append(("www-authenticate", self.auth.scope_challenge(reply.scopes)))
+        if self.legacy_until is not None:
+            out.extend(self.legacy_until.headers())
+        return out
 
     async def _retired(self, message: Any, headers: Mapping[str, str], send: Send) -> bool:
         """After the legacy retirement date: refuse (410), and True."""
@@ -72,12 +128,6 @@ class LegacyLeg:
         refusal = until.refusal(request_id(message), self._modern_versions(), requested_version(message, headers))
         await respond.send_json(send, refusal.status, refusal.body())
         return True
-
-    def _deprecated(self, answer: LegacyAnswer) -> LegacyAnswer:
-        """`Deprecation` and `Sunset` on a legacy answer, while a retirement date lies ahead."""
-        if self.legacy_until is not None:
-            answer.headers = (*answer.headers, *self.legacy_until.headers())
-        return answer
 
     async def sse_open(self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send) -> None:
         """GET without a session: a 2024-11-05 HTTP+SSE stream, whose first event names where to POST."""
@@ -91,6 +141,7 @@ class LegacyLeg:
         if await self._retired(None, headers, send):
             return
         token, stream = await self.legacy.sse_open(who)
+        self.legacy.count("sse", 200)
         base = scope.get("root_path", "") + (self.path if self.path is not None else scope.get("path", "/"))
         url = f"{urllib.parse.quote(base)}?{CHANNEL_PARAM}={urllib.parse.quote(token, safe='')}"
         extra = self.legacy_until.headers() if self.legacy_until is not None else ()
@@ -100,8 +151,9 @@ class LegacyLeg:
                        receive: Receive, send: Send) -> None:
         if await self._retired(message, headers, send):
             return
-        answer = await self.legacy.sse_post(channel, message, headers, who)
-        await write(self._deprecated(answer), receive, send)
+        reply = await self.legacy.sse_post(channel, message, headers, who)
+        status = self._counted("POST", message, reply)
+        await write(status, reply, self._headers(reply), receive, send)
 
 
 def _frame(item: LegacyItem) -> bytes:
@@ -115,35 +167,38 @@ def _frame(item: LegacyItem) -> bytes:
     return head + sse.event(encode_message(item.message))
 
 
-def _extra(answer: LegacyAnswer) -> list[tuple[bytes, bytes]]:
-    return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in answer.headers]
+def _encoded(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
+    return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
 
 
-async def write(answer: LegacyAnswer, receive: Receive, send: Send, expires_at: float | None = None) -> None:
-    """Write `answer`; a stream is ended (its response completed) at `expires_at` (epoch seconds)."""
-    stream = answer.stream
+async def write(status: int, reply: LegacyReply, headers: list[tuple[str, str]], receive: Receive, send: Send,
+                expires_at: float | None = None) -> None:
+    """Write `reply` with `status` and `headers`; a stream is ended (its response completed) at
+    `expires_at` (epoch seconds)."""
+    extra = _encoded(headers)
+    stream = reply.stream
     if stream is None:
-        if answer.body is None:
-            await send({"type": "http.response.start", "status": answer.status, "headers": _extra(answer)})
+        if reply.message is None:
+            await send({"type": "http.response.start", "status": status, "headers": extra})
             await send({"type": "http.response.body", "body": b""})
             return
-        data = encode_message(answer.body)
-        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(data)), *_extra(answer)]
-        await send({"type": "http.response.start", "status": answer.status, "headers": headers})
+        data = encode_message(reply.message)
+        head = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(data)), *extra]
+        await send({"type": "http.response.start", "status": status, "headers": head})
         await send({"type": "http.response.body", "body": data})
         return
-    await _stream(answer, stream, receive, send, expires_at)
+    await _stream(status, extra, stream, receive, send, expires_at)
 
 
-async def _stream(answer: LegacyAnswer, stream: AsyncGenerator[LegacyItem, None], receive: Receive,
-                  send: Send, expires_at: float | None) -> None:
+async def _stream(status: int, extra: list[tuple[bytes, bytes]], stream: AsyncGenerator[LegacyItem, None],
+                  receive: Receive, send: Send, expires_at: float | None) -> None:
     # The stream's first item comes before the headers: a GET stream is subscribed by then, so nothing
     # published after the client sees 200 is missed.
     try:
         first = await anext(stream)
     except StopAsyncIteration:
         first = None
-    await send({"type": "http.response.start", "status": answer.status, "headers": [*sse.HEADERS, *_extra(answer)]})
+    await send({"type": "http.response.start", "status": status, "headers": [*sse.HEADERS, *extra]})
     if first is None:
         await send({"type": "http.response.body", "body": b""})
         return
