@@ -202,6 +202,9 @@ class Watch:
 
     async def _settle_locked(self) -> None:
         """Unsubscribe what no stream wants any more; let the session go when no stream is open."""
+        if self.lease is None:  # closed meanwhile (or never opened): nothing upstream to undo
+            self.subscribed.clear()
+            return
         for uri in [u for u in self.subscribed if self.refs[u] <= 0]:
             self.subscribed.discard(uri)
             try:
@@ -219,6 +222,7 @@ class Watch:
             task.cancel()
         if self._settling:
             await asyncio.gather(*self._settling, return_exceptions=True)
+        self.subscribed.clear()
         if self.lease is not None:
             lease, self.lease = self.lease, None
             await self._release(lease)
