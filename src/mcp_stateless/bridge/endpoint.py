@@ -28,7 +28,7 @@ import orjson
 
 from ..client.channels import Channel
 from ..client.errors import ChannelError, ClientError
-from ..protocol import errors
+from ..protocol import card, errors
 from ..protocol.endpoint import Call, ListenItem, Reply
 from ..protocol.envelope import MethodTable, Request
 from ..protocol.errors import McpError
@@ -48,6 +48,8 @@ ASKABLE = ("tools/call", "prompts/get", "resources/read")
 CACHEABLE = frozenset({"server/discover", "tools/list", "prompts/list", "resources/list",
                        "resources/templates/list", "resources/read"})
 BRIDGE_INFO = {"name": "mcp-stateless-bridge"}
+# The upstream's server->client requests the bridge turns into MRTR input_required rounds (pool.py's handlers).
+MAPPED_REQUESTS = ("elicitation/create", "roots/list", "sampling/createMessage")
 TOPIC = "mcp-stateless/bridge/"  # + pending id: answers for the call that instance holds
 
 
@@ -82,7 +84,7 @@ class Bridge:
                  bus: Bus | None = None, events: EventBus | None = None, per_principal: bool = False,
                  max_sessions: int = 16, idle_s: float = 300.0, upstream_timeout: float = 60.0,
                  pending_ttl_s: float = 300.0, holder_timeout: float = 5.0,
-                 listen_keepalive_s: float = 15.0) -> None:
+                 listen_keepalive_s: float = 15.0, probe_timeout: float = 10.0) -> None:
         if events is None:
             events = ChangeEventBus(bus) if bus is not None else MemoryEventBus()
         self.events = events
@@ -98,6 +100,7 @@ class Bridge:
         self.per_principal = per_principal
         self.pending_ttl_s = pending_ttl_s
         self.holder_timeout = holder_timeout
+        self.probe_timeout = probe_timeout
         self.instance = secrets.token_hex(6)
         self.pending: dict[str, Pending] = {}
         self.upstream: dict[str, Any] | None = None  # capabilities, serverInfo, instructions, version
@@ -113,8 +116,16 @@ class Bridge:
         return MODERN_VERSIONS
 
     async def startup(self) -> None:
-        # Sessions open on demand: an upstream that is down now may be up by the first request.
         self.listeners.closing = False
+        if self.upstream is None:
+            # Learn who the upstream is (for discover and the Server Card) now if it answers in time; else
+            # on demand: an upstream that is down now may be up by the first request.
+            try:
+                async with asyncio.timeout(self.probe_timeout):
+                    await self.pool.release(await self._acquire({}, Call()))
+            except (McpError, TimeoutError) as e:
+                log.warning("the upstream did not answer at start-up (%s): it is tried again on demand",
+                            e.message if isinstance(e, McpError) else "timed out")
 
     async def drain(self) -> None:
         self.listeners.end_all()  # listen streams end with their final result; requests go on
@@ -138,6 +149,32 @@ class Bridge:
         async with contextlib.aclosing(self.listeners.stream(req, call)) as items:
             async for item in items:
                 yield item
+
+    def card_identity(self) -> card.CardIdentity:
+        """The Server Card's identity: the upstream's (name, version, title, instructions), with what the
+        bridge fronts under `_meta["dev.mcp-stateless/bridge"]`: the upstream as its `initialize` named it,
+        the eras on each side, the server->client requests mapped to MRTR and the listen events served."""
+        up = self.upstream or {}
+        info = up.get("serverInfo") or {}
+        name = str(info.get("name") or BRIDGE_INFO["name"])
+        title = info.get("title") if isinstance(info.get("title"), str) else None
+        view = self.listeners.catalog
+        fronts: dict[str, Any] = {
+            "upstream": None if not up else {
+                "name": info.get("name"), "version": info.get("version"), "title": title,
+                "protocolVersion": up.get("version"), "transport": up.get("transport"),
+            },
+            "eras": {"front": {"era": "modern", "versions": list(self.supported_versions)},
+                     "upstream": {"era": "legacy", "versions": [up["version"]] if up else []}},
+            "mrtr": list(MAPPED_REQUESTS),
+            "listen": {"toolsListChanged": view.declares_tools, "promptsListChanged": view.declares_prompts,
+                       "resourcesListChanged": view.declares_resources,
+                       "resourceSubscriptions": view.declares_subscriptions},
+            "perInstanceUpstream": True,
+            "bridge": {"name": BRIDGE_INFO["name"], "version": _version()},
+        }
+        return card.CardIdentity(card.card_name(name), str(info.get("version") or _version()),
+                                 card.describe(name, title, up.get("instructions")), title, bridge=fronts)
 
     def _upstream_capabilities(self) -> dict[str, Any]:
         caps = self.upstream["capabilities"] if self.upstream is not None else None
@@ -195,7 +232,7 @@ class Bridge:
         s = lease.session
         if self.upstream is None or s.handshakes:
             self.upstream = {"capabilities": s.server_capabilities, "serverInfo": s.server_info,
-                             "instructions": s.instructions, "version": s.version}
+                             "instructions": s.instructions, "version": s.version, "transport": s.transport}
         return lease
 
     async def _forward(self, req: Request, call: Call) -> dict[str, Any]:
