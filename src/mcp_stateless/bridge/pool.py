@@ -57,8 +57,10 @@ class UpstreamPool:
 
     def __init__(self, channel_factory: Callable[[], Channel], client_info: Mapping[str, Any], *,
                  max_sessions: int = 16, idle_s: float = 300.0, timeout: float = 60.0,
-                 acquire_timeout: float = 30.0) -> None:
+                 acquire_timeout: float = 30.0,
+                 on_notification: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.channel_factory = channel_factory
+        self.on_notification = on_notification  # every session's list changes and resource updates
         self.client_info = dict(client_info)
         self.max_sessions = max_sessions
         self.idle_s = idle_s
@@ -114,7 +116,7 @@ class UpstreamPool:
                     await asyncio.wait_for(self._changed.wait(), left)
             ref: list[Lease] = []
             session = LegacySession(self.channel_factory(), self._handlers(capabilities, ref), self.client_info,
-                                    timeout=self.timeout)
+                                    timeout=self.timeout, on_notification=self.on_notification)
             lease = Lease(key, session, exclusive, busy=1)
             ref.append(lease)
             self.leases.append(lease)

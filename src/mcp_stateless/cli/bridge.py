@@ -94,7 +94,7 @@ def make_bridge(args: argparse.Namespace, config: ServeConfig) -> Bridge:
             ring = KeyRing.from_config(config.keys)
         except ValueError as e:
             raise CliError(f"{serve.KEYS_ENV}: {e}") from None
-    bus = None
+    bus = events = None
     if config.state:
         try:
             bundle = open_state(config.state)
@@ -103,7 +103,7 @@ def make_bridge(args: argparse.Namespace, config: ServeConfig) -> Bridge:
         if bundle.shared and ring is None:
             raise CliError(f"--state {redact(config.state)} is shared by several instances, so they need one "
                            f"MRTR key: set {serve.KEYS_ENV}=kid:base64secret (the same on every instance)")
-        bus = bundle.bus
+        bus, events = bundle.bus, bundle.events  # MRTR answers and listen events cross instances
     if args.upstream is not None:
         argv = shlex.split(args.upstream)
         if not argv:
@@ -119,6 +119,6 @@ def make_bridge(args: argparse.Namespace, config: ServeConfig) -> Bridge:
         def factory() -> Channel:
             return HttpChannel(url, timeout=args.upstream_timeout)
         per_principal = True
-    return Bridge(factory, key_ring=ring, bus=bus, per_principal=per_principal,
+    return Bridge(factory, key_ring=ring, bus=bus, events=events, per_principal=per_principal,
                   max_sessions=args.upstream_sessions, idle_s=args.upstream_idle,
                   upstream_timeout=args.upstream_timeout)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -23,6 +23,7 @@ SCHEMA_URL = "https://static.modelcontextprotocol.io/schemas/v1/server-card.sche
 MEDIA_TYPE = "application/mcp-server-card+json"
 SUFFIX = "/server-card"
 META_KEY = "dev.mcp-stateless/compatibility"
+BRIDGE_META_KEY = "dev.mcp-stateless/bridge"  # what a bridge fronts (the card's name is its upstream's)
 # The card's own limits (SEP-2127 schema): description 1..100 characters, name 3..200 in reverse-DNS form.
 _DESCRIPTION_MAX = 100
 _NAME = re.compile(r"^[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+$")
@@ -50,6 +51,7 @@ class CardIdentity:
     description: str
     title: str | None = None
     extensions: tuple[str, ...] = ()
+    bridge: Mapping[str, Any] | None = None  # set by `mcp-stateless bridge`: the upstream it fronts
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +129,8 @@ def server_card(identity: CardIdentity, compat: Compatibility, url: str | None) 
             "until": compat.legacy_until,
         },
     }}
+    if identity.bridge is not None:
+        card["_meta"][BRIDGE_META_KEY] = dict(identity.bridge)
     return card
 
 

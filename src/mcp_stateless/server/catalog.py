@@ -92,6 +92,14 @@ class Catalog:
     def declares_resources(self) -> bool:
         return bool(self.resources or self.templates) or "resources" in self.declared
 
+    @property
+    def declares_subscriptions(self) -> bool:
+        return self.declares_resources  # an app announces every resource change it is told of
+
+    def resource_scopes(self, uri: str) -> frozenset[str]:
+        found = self.find_resource(uri)
+        return found[0].scopes if found is not None else frozenset()
+
     def scopes(self) -> list[str]:
         """Every OAuth scope the registered tools, prompts and resources need, sorted: what `serve` lists as
         the metadata's `scopes_supported` (RFC 9728), so a client can register for a later step-up."""

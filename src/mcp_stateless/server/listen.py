@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncGenerator, Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
 
 from ..protocol import errors, methods
 from ..protocol.endpoint import KEEPALIVE, Call, ListenEnd, ListenEvent, ListenItem
@@ -16,7 +17,6 @@ from ..state.events import ChangeEvent, EventBus, MemoryEventBus, Subscription
 from ..tasks.model import EXTENSION_ID as TASKS_EXTENSION
 from ..tasks.runtime import REQUIRED_CAPABILITY as TASKS_REQUIRED
 from ..tasks.runtime import TaskRuntime, declares_tasks
-from .catalog import Catalog
 
 log = logging.getLogger("mcp_stateless")
 
@@ -25,6 +25,36 @@ _LIST_EVENTS = {kind: (f"{kind}ListChanged", method) for kind, method in methods
 
 
 DEFAULT_MAX_SUBSCRIPTIONS = 1000
+
+
+class ListenSource(Protocol):
+    """What listen streams need to know of whatever serves them: which kinds of change it announces (a
+    flag for any other kind is not honoured) and which scopes a resource's updates need. An app's
+    `Catalog` is one; the bridge's view of its upstream (bridge/events.py) is another, so neither needs the
+    other's registry (and this module loads no schema code)."""
+
+    @property
+    def declares_tools(self) -> bool: ...
+
+    @property
+    def declares_prompts(self) -> bool: ...
+
+    @property
+    def declares_resources(self) -> bool: ...
+
+    @property
+    def declares_subscriptions(self) -> bool:
+        """Whether `resourceSubscriptions` are honoured."""
+        ...
+
+    def resource_scopes(self, uri: str) -> frozenset[str]:
+        """The scopes a caller needs to hear of changes to `uri` (empty: none, or no such resource)."""
+        ...
+
+
+# Held from a stream's acknowledgement to its end with the filter it honoured (the bridge subscribes
+# upstream for the stream's URIs with it); raising McpError refuses the stream before acknowledging.
+Watch = Callable[[dict[str, Any]], AbstractAsyncContextManager[None]]
 
 
 class UriFilter:
@@ -56,11 +86,12 @@ class UriFilter:
 
 
 class Listeners:
-    """The open listen streams of one app, fed from its event bus."""
+    """The open listen streams of one endpoint (an app, the bridge), fed from its event bus."""
 
-    def __init__(self, catalog: Catalog, keepalive_s: float, events: EventBus | None,
-                 max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS) -> None:
+    def __init__(self, catalog: ListenSource, keepalive_s: float, events: EventBus | None,
+                 max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS, *, watch: Watch | None = None) -> None:
         self.catalog = catalog
+        self.watch = watch
         self.keepalive_s = keepalive_s
         self.max_subscriptions = max_subscriptions
         self.events: EventBus = events if events is not None else MemoryEventBus()
@@ -94,7 +125,7 @@ class Listeners:
             if not isinstance(subs, list) or not all(isinstance(u, str) for u in subs):
                 raise errors.invalid_params("notifications.resourceSubscriptions must be a list of URIs")
             self._check_count("resourceSubscriptions", subs)
-            if c.declares_resources and subs:
+            if c.declares_subscriptions and subs:
                 out["resourceSubscriptions"] = list(dict.fromkeys(subs))
         task_ids = requested.get("taskIds")
         if task_ids is not None:
@@ -130,40 +161,43 @@ class Listeners:
         honoured = self.honoured_filter(req.params.get("notifications"), req.capabilities)
         sid = req.id
         tag = {META_SUBSCRIPTION_ID: sid}
-        with self._subscription() as sub:
-            await sub.ready()  # on a shared bus, acknowledge only once events from other instances arrive
-            yield ListenEvent({
-                "jsonrpc": "2.0",
-                "method": "notifications/subscriptions/acknowledged",
-                "params": {"notifications": honoured, "_meta": tag},
-            })
-            if self.closing:
-                yield _end(sid)
-                return
-            uris = UriFilter(honoured.get("resourceSubscriptions", ()))
-            task_ids = frozenset(honoured.get("taskIds", ()))
-            while True:
-                ev = await sub.get(self.keepalive_s)
-                if ev is None:
-                    yield KEEPALIVE
-                    continue
-                if ev.kind == "end":
+        async with contextlib.AsyncExitStack() as held:
+            if self.watch is not None:
+                await held.enter_async_context(self.watch(honoured))
+            with self._subscription() as sub:
+                await sub.ready()  # on a shared bus, acknowledge only once events from other instances arrive
+                yield ListenEvent({
+                    "jsonrpc": "2.0",
+                    "method": "notifications/subscriptions/acknowledged",
+                    "params": {"notifications": honoured, "_meta": tag},
+                })
+                if self.closing:
                     yield _end(sid)
                     return
-                if ev.kind == "task":
-                    task_msg = await self._task_message(ev.uri, task_ids, call.principal.id, tag)
-                    if task_msg is not None:
-                        yield ListenEvent(task_msg)
-                    continue
-                msg = _event_message(ev, honoured, uris, tag)
-                if msg is not None and (ev.kind != "resource_updated" or self.may_read(ev.uri, call.principal)):
-                    yield ListenEvent(msg)
+                uris = UriFilter(honoured.get("resourceSubscriptions", ()))
+                task_ids = frozenset(honoured.get("taskIds", ()))
+                while True:
+                    ev = await sub.get(self.keepalive_s)
+                    if ev is None:
+                        yield KEEPALIVE
+                        continue
+                    if ev.kind == "end":
+                        yield _end(sid)
+                        return
+                    if ev.kind == "task":
+                        task_msg = await self._task_message(ev.uri, task_ids, call.principal.id, tag)
+                        if task_msg is not None:
+                            yield ListenEvent(task_msg)
+                        continue
+                    msg = _event_message(ev, honoured, uris, tag)
+                    if msg is not None and (ev.kind != "resource_updated" or self.may_read(ev.uri, call.principal)):
+                        yield ListenEvent(msg)
 
     def may_read(self, uri: str | None, principal: Principal) -> bool:
         """Whether `principal` may hear of updates to `uri`: a subscription (a prefix one above all) must not
         name, or time the changes of, a resource whose scopes the principal lacks."""
-        found = self.catalog.find_resource(uri) if uri is not None else None
-        return found is None or not found[0].scopes or found[0].scopes <= principal.scopes
+        scopes = self.catalog.resource_scopes(uri) if uri is not None else frozenset()
+        return scopes <= principal.scopes
 
     async def _task_message(self, task_id: str | None, task_ids: frozenset[str], principal: str,
                             tag: dict[str, Any]) -> dict[str, Any] | None:

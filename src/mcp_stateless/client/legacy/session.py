@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import AsyncIterator, Coroutine, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from typing import Any
 
 from ...protocol import jsonrpc, methods
@@ -60,6 +60,7 @@ class LegacySession:
         version: str | None = None,
         *,
         timeout: float | None = 60.0,
+        on_notification: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self.base = channel
         self.wire: Channel = channel
@@ -72,6 +73,10 @@ class LegacySession:
         self.server_info: dict[str, Any] | None = None
         self.instructions: str | None = None
         self.handshakes = 0  # how often `initialize` ran (again after a restart or an expired session)
+        # Called with each session notification (list changes, resource updates) the server sends outside a
+        # request's response, wherever it arrives (stdout, the GET stream, an HTTP+SSE stream, or interleaved
+        # in a response): what a bridge turns into listen events. It must not block.
+        self.on_notification = on_notification
         self._ids = itertools.count(1)
         self._tasks: set[asyncio.Task[None]] = set()
         self._listeners: list[asyncio.Queue[dict[str, Any]]] = []
@@ -276,6 +281,11 @@ class LegacySession:
         if m.get("method") in _LISTEN_METHODS:
             for q in self._listeners:
                 q.put_nowait(m)
+            if self.on_notification is not None:
+                try:
+                    self.on_notification(m)
+                except Exception:
+                    log.exception("on_notification failed for %s", m.get("method"))
 
     # -- listen ----------------------------------------------------------------------------------------
     async def listen(self, flt: Mapping[str, Any]) -> AsyncIterator[ListenEvent]:
@@ -317,6 +327,13 @@ class LegacySession:
                 yield event_for(method, params)
         finally:
             self._listeners.remove(q)
+
+    async def open_stream(self) -> bool:
+        """Open the session's GET stream (Streamable HTTP), where the server sends session notifications;
+        True when it is open. Other transports carry them already: True."""
+        if not self._initialised:
+            await self.start()
+        return await self._open_standing() if isinstance(self.wire, HttpChannel) else True
 
     async def _open_standing(self) -> bool:
         """Open the session's GET stream unless it is open; True when the server serves one."""
