@@ -48,19 +48,19 @@ def test_simple_text() -> str:
 
 
 @app.tool()
-def test_image_content() -> dict[str, Any]:
+def test_image_content() -> content.ContentBlock:
     """Tests image content response"""
     return content.image(PNG, "image/png")
 
 
 @app.tool()
-def test_audio_content() -> dict[str, Any]:
+def test_audio_content() -> content.ContentBlock:
     """Tests audio content response"""
     return content.audio(WAV, "audio/wav")
 
 
 @app.tool()
-def test_embedded_resource() -> dict[str, Any]:
+def test_embedded_resource() -> content.ContentBlock:
     """Tests embedded resource content response"""
     return content.embedded_resource(
         "test://embedded-resource", text="This is an embedded resource content.", mime_type="text/plain"
@@ -68,7 +68,7 @@ def test_embedded_resource() -> dict[str, Any]:
 
 
 @app.tool()
-def test_multiple_content_types() -> list[dict[str, Any]]:
+def test_multiple_content_types() -> list[content.ContentBlock]:
     """Tests response with multiple content types (text, image, resource)"""
     return [
         content.text("Multiple content types test:"),

@@ -191,3 +191,11 @@ def test_the_legacy_options_reach_the_config_and_survive_the_trip_to_workers() -
                  MCP_STATELESS_LEGACY_UNTIL="2027-01-01").legacy_until == "2028-01-01"
     with pytest.raises(CliError, match="--legacy-sse needs --legacy serve"):
         parse("a:app", "--stdio", "--legacy", "reject", "--legacy-sse")
+
+
+def test_the_listen_stream_bound_reaches_the_config() -> None:
+    assert parse("a:app", "--http", "0.0.0.0:1").max_listen_streams == 100
+    config = parse("a:app", "--http", "0.0.0.0:1", "--max-listen-streams", "7")
+    assert config.max_listen_streams == 7 and ServeConfig.from_json(config.to_json()) == config
+    with pytest.raises(CliError, match="--max-listen-streams must be at least 1"):
+        parse("a:app", "--http", "0.0.0.0:1", "--max-listen-streams", "0")

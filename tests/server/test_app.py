@@ -476,7 +476,7 @@ async def test_schema_derivation_from_hints() -> None:
     assert m["inputSchema"]["$defs"]["Point"]["required"] == ["x"]
     assert m["outputSchema"]["properties"]["x"]["type"] == "integer"
     assert tools["verbatim"]["inputSchema"] == VERBATIM
-    assert tools["no_args"]["inputSchema"] == {"type": "object", "additionalProperties": False}
+    assert tools["no_args"]["inputSchema"] == {"type": "object", "properties": {}, "additionalProperties": False}
 
 
 async def test_structured_output() -> None:

@@ -55,7 +55,7 @@ async def test_tools_list_is_deterministic_and_first_is_argument_free(d: Driver)
     assert a == b and "nextCursor" not in a
     names = [t["name"] for t in a["tools"]]
     assert names[0] == "test_simple_text"
-    assert a["tools"][0]["inputSchema"] == {"type": "object", "additionalProperties": False}
+    assert a["tools"][0]["inputSchema"] == {"type": "object", "properties": {}, "additionalProperties": False}
     assert a["tools"][0]["description"] == "Tests simple text content response"
     for required in (
         "test_image_content",
@@ -100,6 +100,20 @@ async def test_image_audio_embedded(d: Driver) -> None:
             },
         }
     ]
+
+
+async def test_content_tools_advertise_no_output_schema_and_send_exactly_their_blocks(d: Driver) -> None:
+    """An advertised outputSchema would oblige every result to carry structuredContent (the official
+    clients refuse the call without it): the content tools advertise none and send only their blocks."""
+    tools = {t["name"]: t for t in (await d.call("tools/list")).result["tools"]}
+    names = ("test_image_content", "test_audio_content", "test_embedded_resource", "test_multiple_content_types")
+    for name in names:
+        assert "outputSchema" not in tools[name], name
+        r = await tool(d, name)
+        assert set(r) == {"resultType", "content", "_meta"}, (name, r)
+    assert (await tool(d, "test_image_content"))["content"] == [{"type": "image", "data": PNG, "mimeType": "image/png"}]
+    # every tool that does advertise one is one whose results carry structuredContent
+    assert [n for n, t in tools.items() if "outputSchema" in t] == []
 
 
 async def test_mixed_content(d: Driver) -> None:

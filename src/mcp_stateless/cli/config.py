@@ -28,6 +28,7 @@ DEFAULT_BODY_TIMEOUT = 30.0
 DEFAULT_MAX_CONNECTIONS = 1000
 DEFAULT_TOOL_THREADS = 64
 DEFAULT_MAX_INFLIGHT = 32
+DEFAULT_MAX_LISTEN_STREAMS = 100  # transports/http: per principal, or peer address when anonymous
 
 Transport = Literal["stdio", "http"]
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
@@ -55,6 +56,7 @@ class ServeConfig:
     `idle_timeout`/`header_timeout`/`body_timeout` (seconds), `max_connections`: HTTP edge limits, per
     process; `tool_threads`: threads running sync handlers, per process; `max_inflight`: stdio requests
     running at once; `listen_max_subscriptions`: URIs/task ids one listen stream may name (None: the app's);
+    `max_listen_streams`: open listen streams per principal (per peer address when anonymous);
     `metrics`: Prometheus metrics off (None), at GET /metrics on the HTTP port (""), or on "host:port"."""
 
     app: str
@@ -85,6 +87,7 @@ class ServeConfig:
     tool_threads: int = DEFAULT_TOOL_THREADS
     max_inflight: int = DEFAULT_MAX_INFLIGHT
     listen_max_subscriptions: int | None = None
+    max_listen_streams: int = DEFAULT_MAX_LISTEN_STREAMS
     metrics: str | None = None  # None: off; "": GET /metrics on the HTTP port; "host:port": a listener of their own
 
     @property

@@ -23,6 +23,7 @@ from .config import (
     DEFAULT_MAX_BODY,
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_INFLIGHT,
+    DEFAULT_MAX_LISTEN_STREAMS,
     DEFAULT_TOOL_THREADS,
     LEGACY_MODES,
     LOG_FORMATS,
@@ -113,6 +114,9 @@ def add_endpoint_options(s: Any) -> None:
     s.add_argument("--listen-max-subscriptions", type=int, default=None, metavar="N",
                    help="resourceSubscriptions (and taskIds) one listen stream may name; more is refused with "
                         "-32602 (default: the app's, 1000)")
+    s.add_argument("--max-listen-streams", type=int, default=DEFAULT_MAX_LISTEN_STREAMS, metavar="N",
+                   help=f"open subscriptions/listen streams per principal (per peer address when anonymous), per "
+                        f"process (default {DEFAULT_MAX_LISTEN_STREAMS}); beyond it a listen gets 429")
     s.add_argument("--state", metavar="URL", default=None,
                    help="where handles and change events live: sqlite:///path.db (default: one file per app "
                         "under ~/.local/state/mcp-stateless), redis://host:6379/0 (several machines), "
@@ -204,6 +208,8 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str] = os.e
         raise CliError("--tool-threads must be at least 1")
     if args.max_inflight < 1:
         raise CliError("--max-inflight must be at least 1")
+    if args.max_listen_streams < 1:
+        raise CliError("--max-listen-streams must be at least 1")
     if args.listen_max_subscriptions is not None and args.listen_max_subscriptions < 1:
         raise CliError("--listen-max-subscriptions must be at least 1")
     if args.metrics:
@@ -231,6 +237,7 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str] = os.e
         "tool_threads": args.tool_threads,
         "max_inflight": args.max_inflight,
         "listen_max_subscriptions": args.listen_max_subscriptions,
+        "max_listen_streams": args.max_listen_streams,
         **legacy_options(args, environ),
         "metrics": args.metrics,
         **_auth_options(args, environ),
@@ -309,7 +316,7 @@ def _transport(config: ServeConfig, app: App) -> HttpTransport:
     return drained(http_transport(
         app, path=config.path, legacy=legacy, legacy_sse=config.legacy_sse, legacy_until=_retirement(config),
         metrics=on_port, origin_policy=config.origin_policy(), max_body=config.max_body,
-        instance=config.instance_name, public_url=config.resource_url))
+        instance=config.instance_name, public_url=config.resource_url, max_listen_streams=config.max_listen_streams))
 
 
 def _retirement(config: ServeConfig) -> Retirement | None:

@@ -15,7 +15,7 @@ from ..protocol.principal import Authenticator
 from ..protocol.retirement import Retirement
 from ..protocol.security import OriginPolicy
 from ..transports.health import health_routes
-from ..transports.http import DEFAULT_MAX_BODY, HttpTransport
+from ..transports.http import DEFAULT_MAX_BODY, DEFAULT_MAX_LISTEN_STREAMS, HttpTransport
 
 if TYPE_CHECKING:
     from .app import App
@@ -64,6 +64,7 @@ def http_transport(
     public_url: str | None = None,
     server_card: bool = True,
     authenticator: Authenticator | None = None,
+    max_listen_streams: int = DEFAULT_MAX_LISTEN_STREAMS,
 ) -> HttpTransport:
     """`app` as an ASGI application.
 
@@ -82,7 +83,7 @@ def http_transport(
     return HttpTransport(app, authenticator=authenticator, path=path, origin_policy=origin_policy,
                          max_body=max_body, instance=instance, legacy=branch, legacy_sse=legacy_sse,
                          legacy_until=legacy_until, server_card=server_card, public_url=public_url,
-                         routes=routes, middleware=app.http_middleware)
+                         routes=routes, middleware=app.http_middleware, max_listen_streams=max_listen_streams)
 
 
 def _metrics_route(app: App, metrics: bool | Renderer, branch: LegacyEndpoint | None,

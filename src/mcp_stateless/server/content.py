@@ -3,9 +3,21 @@
 from __future__ import annotations
 
 import base64
-from typing import Any
+from typing import Annotated, Any
 
-ContentBlock = dict[str, Any]
+
+class _Content:
+    """Marks an annotation as content: a tool annotated `-> ContentBlock` (or a list of them) returns
+    content blocks and advertises no `outputSchema`; as a plain `dict[str, Any]` it would promise
+    structured output, which every result must then carry."""
+
+    __mcp_content__ = True
+
+    def __repr__(self) -> str:
+        return "content"
+
+
+ContentBlock = Annotated[dict[str, Any], _Content()]
 
 
 def _b64(data: bytes | str) -> str:

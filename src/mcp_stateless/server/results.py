@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 from pydantic_core import PydanticSerializationError, to_jsonable_python
@@ -16,6 +16,8 @@ from .registry import Resource, ResourceTemplate, Tool
 from .schema import ArgumentError
 
 CONTENT_TYPES = frozenset({"text", "image", "audio", "resource", "resource_link"})
+# Values that are never a JSON object: under an object schema, refused before pydantic dumps them.
+_NOT_OBJECTS = (str, bytes, bytearray, int, float, list, tuple, set, frozenset)
 
 
 class ToolError(Exception):
@@ -25,6 +27,9 @@ class ToolError(Exception):
 @dataclass(slots=True)
 class ToolResult:
     """A tool's full answer when plain return values are not enough."""
+
+    # An annotation `-> ToolResult` derives no outputSchema (server/schema.py): the result is as given.
+    __mcp_content__: ClassVar[bool] = True
 
     content: list[dict[str, Any]]
     structured: Any = None
@@ -82,23 +87,39 @@ def error_result(message: str) -> dict[str, Any]:
 
 
 def tool_result(tool: Tool, value: Any) -> dict[str, Any]:
-    if isinstance(value, ToolResult):
-        if value.structured is not None and tool.output.check is not None:
-            _check_output(tool, value.structured)
-        return value.to_wire()
+    """The CallToolResult of what a tool returned. A tool that advertises an `outputSchema` sends
+    `structuredContent` conforming to it in every result but an error one (the spec's MUST; the official
+    clients refuse a result without it): a value that cannot keep that promise is `-32603`."""
     out = tool.output
-    if out.to_structured is None or _is_block(value) or (value is None and not out.wrapped) \
-            or (value and _all_blocks(value)):
+    if isinstance(value, ToolResult):
+        if value.structured is not None and out.check is not None:
+            _check_output(tool, value.structured)
+        elif value.structured is None and out.schema is not None and not value.is_error:
+            raise _broken(tool, "returned a ToolResult without structured content")
+        return value.to_wire()
+    if out.to_structured is None:
         return {"content": to_content(value)}
+    if not out.wrapped and (value is None or isinstance(value, _NOT_OBJECTS)):
+        raise _broken(tool, "returned None" if value is None else f"returned a {type(value).__name__}")
     structured = out.to_structured(value)
     if out.wrapped:
         structured = {"result": structured}
     if out.check is not None:
         _check_output(tool, structured)
+    elif not isinstance(structured, dict):  # a derived schema is an object: a list or a scalar cannot be it
+        raise _broken(tool, f"returned a {type(value).__name__}")
+    # Content blocks returned under a schema (`-> dict[str, Any]` returning `content.image(...)`) stay
+    # the content; the structured copy is what keeps the schema's promise.
+    blocks = [value] if _is_block(value) else list(value) if value and _all_blocks(value) else None
     return {
-        "content": [content.text(json_text(structured))],
+        "content": blocks if blocks is not None else [content.text(json_text(structured))],
         "structuredContent": structured,
     }
+
+
+def _broken(tool: Tool, what: str) -> McpError:
+    return McpError(errors.INTERNAL_ERROR, f"tool {tool.name!r} {what}, but its outputSchema promises structured "
+                                           "content (annotate the return as content.ContentBlock or Any for content)")
 
 
 def _check_output(tool: Tool, structured: Any) -> None:

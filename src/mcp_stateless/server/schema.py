@@ -19,7 +19,13 @@ import typing_extensions
 from jsonschema.exceptions import ValidationError as JsonSchemaValidationError
 from referencing.exceptions import Unresolvable
 
-EMPTY_OBJECT_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": False}
+from .typeddicts import compatible
+
+
+def empty_object_schema() -> dict[str, Any]:
+    """The input schema of a tool without arguments. `properties: {}` is not required by JSON Schema, but
+    every peer writes it and some clients' adapters refuse a tool (or the whole server) without it."""
+    return {"type": "object", "properties": {}, "additionalProperties": False}
 
 
 class ArgumentError(Exception):
@@ -107,7 +113,7 @@ def input_binding(
                 continue
             ann = argument()
         default = ... if p.default is inspect.Parameter.empty else p.default
-        fields[name] = (ann, default)
+        fields[name] = (compatible(ann), default)
 
     if verbatim is not None:
         schema = dict(verbatim)
@@ -127,7 +133,7 @@ def input_binding(
         def bind_none(arguments: Mapping[str, Any]) -> dict[str, Any]:
             return {}
 
-        return InputBinding(dict(EMPTY_OBJECT_SCHEMA), bind_none, injected)
+        return InputBinding(empty_object_schema(), bind_none, injected)
 
     model = pydantic.create_model(
         f"{fn.__name__}_arguments", __config__=pydantic.ConfigDict(arbitrary_types_allowed=True), **fields
@@ -164,6 +170,17 @@ def _is_record(ann: Any) -> bool:
     """A type whose values are JSON objects with known fields: a pydantic model, a dataclass, a TypedDict."""
     return (isinstance(ann, type) and (issubclass(ann, pydantic.BaseModel) or dataclasses.is_dataclass(ann))) \
         or typing_extensions.is_typeddict(ann)
+
+
+def _is_content(ann: Any) -> bool:
+    """Whether `ann` says the tool returns content, never structured output: `content.ContentBlock`, a
+    `ToolResult`, or a list or union with one of them (such types carry `__mcp_content__`)."""
+    if getattr(ann, "__mcp_content__", False):
+        return True
+    if typing.get_origin(ann) is typing.Annotated:
+        return any(getattr(m, "__mcp_content__", False) for m in ann.__metadata__) or _is_content(
+            typing.get_args(ann)[0])
+    return any(_is_content(a) for a in typing.get_args(ann) if a is not Ellipsis)
 
 
 def _is_union(origin: Any) -> bool:
@@ -208,16 +225,21 @@ def output_binding(fn: Callable[..., Any], *, verbatim: Mapping[str, Any] | None
         schema = dict(verbatim)
         return OutputBinding(schema, _dump_json, compile_validator(schema), False)
     ann = get_type_hints(fn, include_extras=True).get("return", inspect.Signature.empty)
-    if ann is inspect.Signature.empty or ann is Any or ann in _PRIMITIVES:
+    if ann is inspect.Signature.empty or ann is Any or ann in _PRIMITIVES or _is_content(ann):
         return OutputBinding(None, None, None, False)
     kind = _structured_kind(ann)
     if kind is None:
         return OutputBinding(None, None, None, False)
     try:
-        adapter: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(ann)
+        adapter: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(compatible(ann))
         schema = _strip_title(adapter.json_schema(mode="serialization"))
-    except pydantic.PydanticUserError:  # e.g. a type pydantic cannot describe: plain content, as before
-        return OutputBinding(None, None, None, False)
+    except pydantic.PydanticUserError as e:
+        # Not swallowed: the annotation promises structured output, and a tool that silently lost it would
+        # be a different tool from the one its author wrote.
+        raise TypeError(
+            f"{fn.__qualname__}: the return type {ann!r} has no JSON Schema ({e.message}); annotate the return "
+            "as `Any` for plain content, or give output_schema="
+        ) from None
     if kind == "wrapped":
         # The tool's output schema must be an object (MCP), so a list or a union sits under `result`
         # (as the peers do); `$defs` move to the root, where the `$ref`s inside point.

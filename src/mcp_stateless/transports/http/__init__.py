@@ -18,6 +18,7 @@ This module is the ASGI entry: the lifespan, starting the endpoint, and the orde
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import os
@@ -30,7 +31,7 @@ from ...protocol.endpoint import Call, Endpoint, LegacyEndpoint, authenticator_f
 from ...protocol.envelope import Notification, Rejection, Request
 from ...protocol.errors import McpError
 from ...protocol.legacy import declares_modern, era_of
-from ...protocol.principal import Authenticator, Principal
+from ...protocol.principal import ANONYMOUS, Authenticator, Principal
 from ...protocol.retirement import Retirement
 from ...protocol.security import OriginPolicy
 from ..heap import settle_heap
@@ -42,9 +43,13 @@ from .routing import CHANNEL_PARAM, SSE_SUFFIX, Router
 if TYPE_CHECKING:
     from .legacy import LegacyLeg
 
-__all__ = ["CHANNEL_PARAM", "DEFAULT_MAX_BODY", "INSTANCE_ENV", "SSE_SUFFIX", "HttpTransport"]
+__all__ = ["CHANNEL_PARAM", "DEFAULT_MAX_BODY", "DEFAULT_MAX_LISTEN_STREAMS", "INSTANCE_ENV", "SSE_SUFFIX",
+           "HttpTransport"]
 
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
+# Open `subscriptions/listen` streams per principal (per peer address for anonymous callers): a tenth of
+# the default connection cap, so one caller holding streams cannot take every connection.
+DEFAULT_MAX_LISTEN_STREAMS = 100
 INSTANCE_ENV = "MCP_STATELESS_INSTANCE"
 
 log = logging.getLogger("mcp_stateless.http")
@@ -68,6 +73,8 @@ class HttpTransport:
     (default: from the request's scheme, Host and path).
     `routes`: exact paths (relative to a mount) answered by other ASGI apps, any method.
     `middleware`: ASGI middleware around every HTTP request (routes included), the first outermost.
+    `max_listen_streams`: open `subscriptions/listen` streams one principal (an anonymous caller: one
+    peer address) may hold; beyond it a listen is refused with 429 (-32600, `data.limit`, `Retry-After`).
 
     Mounted under a prefix (Starlette's `Mount`, FastAPI's `mount`: `root_path` is set), the mount point
     itself is the endpoint too. The endpoint is started (`startup()`) by the ASGI lifespan, or by the
@@ -91,8 +98,11 @@ class HttpTransport:
         legacy_until: Retirement | None = None,
         server_card: bool = True,
         public_url: str | None = None,
+        max_listen_streams: int = DEFAULT_MAX_LISTEN_STREAMS,
     ) -> None:
         self.endpoint = endpoint
+        self.max_listen_streams = max_listen_streams
+        self._listening: collections.Counter[str] = collections.Counter()  # open streams by caller
         self._started: asyncio.Future[None] | None = None
         self._running = False
         # HTTP requests pass the middleware, the first given outermost; the lifespan goes straight to us.
@@ -273,7 +283,22 @@ class HttpTransport:
             # (raw body, decoded message, header dict: ~2.5 KB per stream) before waiting on it; so a
             # listen call carries no headers.
             del body, message, headers
-            await self._modern.listen(decision, Call(who, "http"), receive, send)
+            # Anonymous callers share one principal: they are told apart by their address instead.
+            caller = f"peer:{(scope.get('client') or ('?',))[0]}" if who.id == ANONYMOUS.id else f"id:{who.id}"
+            if self._listening[caller] >= self.max_listen_streams:
+                limit = self.max_listen_streams
+                await respond.send_json(send, 429, errors.error_response(decision.id, McpError(
+                    errors.INVALID_REQUEST, f"Too many listen streams: this caller has {limit} open already; "
+                    "close one first", {"limit": limit, "scope": "peer" if caller[0] == "p" else "principal"})),
+                    [(b"retry-after", b"30")])
+                return
+            self._listening[caller] += 1
+            try:
+                await self._modern.listen(decision, Call(who, "http"), receive, send)
+            finally:
+                self._listening[caller] -= 1
+                if self._listening[caller] <= 0:
+                    del self._listening[caller]
             return
         await self._modern.request(decision, who, headers, can_json, can_sse, receive, send)
 
