@@ -76,10 +76,14 @@ class Exchange:
 
     @property
     def response(self) -> Message | None:
-        """The JSON-RPC response to this request (by id), if one arrived."""
+        """The JSON-RPC response to this request (by id), if one arrived. An error with `id: null` counts
+        too: JSON-RPC 2.0 answers so when it could not read the id, as a 2025 server does in a 400 to a
+        request without a session, and the era probe must see that it speaks JSON-RPC."""
         want = (self.request or {}).get("id")
         for m in self.messages:
-            if "method" not in m and ("result" in m or "error" in m) and (want is None or m.get("id") == want):
+            if "method" in m or not ("result" in m or "error" in m):
+                continue
+            if want is None or m.get("id") == want or ("error" in m and m.get("id") is None):
                 return m
         return None
 

@@ -45,7 +45,35 @@ def build_parser() -> Parser:
     return p
 
 
+# The status a shell reports for a command killed by SIGPIPE (128 + 13): `mcp-stateless tools URL | head`
+# ends the way `cat big | head` does, quietly, and a pipeline under `set -o pipefail` still sees it.
+BROKEN_PIPE = 141
+
+
 def main(argv: list[str] | None = None) -> int:
+    try:
+        status = _dispatch(argv)
+        sys.stdout.flush()  # a closed pipe shows here rather than at interpreter exit
+    except BrokenPipeError:
+        _silence_stdout()
+        return BROKEN_PIPE
+    return status
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's final flush of what is still buffered does not
+    print a second BrokenPipeError ("Exception ignored ...") on the way out."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is not a real file (a test's capture): nothing to flush later
+        pass
+
+
+def _dispatch(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     run = getattr(args, "run", None)
