@@ -47,3 +47,11 @@ def test_decode_exact_is_as_strict_as_orjson() -> None:
     for bad in (b'{"n":12345678901234567890,"x":NaN}', b'{"n":12345678901234567890', b"\xff"):
         with pytest.raises(ValueError):
             decode_exact(bad)
+
+
+def test_an_unencodable_message_is_logged_and_answered_even_when_it_is_not_an_object(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("ERROR", logger="mcp_stateless")
+    out = decode_exact(encode_message([object()]))
+    assert out == {"jsonrpc": "2.0", "error": {"code": -32603, "message": UNENCODABLE}}  # no id: none to name
+    assert [r.getMessage() for r in caplog.records] == ["a message could not be encoded as JSON"]

@@ -102,3 +102,18 @@ def test_table_guards_its_keys() -> None:
     assert True not in table and 1.0 not in table and 1 in table
     assert table.cancel(True) is None and table.get(1.0) is None
     assert list(table) == ["one"]
+
+
+def test_a_modern_connection_needs_the_method_table() -> None:
+    with pytest.raises(ValueError, match=r"^a modern connection needs the endpoint's method table$"):
+        Inbound()
+
+
+def test_the_connection_honours_the_endpoints_versions_not_the_default() -> None:
+    from mcp_stateless.protocol.versions import MODERN_VERSIONS
+
+    core: Inbound[str] = Inbound(TABLE, versions=("2099-01-01",))
+    got = core.receive(call(1))  # asks for MODERN_VERSIONS[0], which this endpoint does not support
+    assert isinstance(got, Rejection) and (got.status, got.error.code) == (400, -32022)  # unsupported version
+    assert PV in MODERN_VERSIONS
+    assert isinstance(Inbound(TABLE).receive(call(1)), Request)

@@ -74,3 +74,25 @@ async def test_a_line_outbox_writes_a_burst_once_on_the_next_loop_turn() -> None
     await asyncio.sleep(0)
     assert written[-1] == log(3) and len(written) == 4
 
+
+
+async def test_a_line_outbox_asks_hold_with_itself_only_when_something_waits() -> None:
+    asked: list[object] = []
+    written: list[dict[str, Any]] = []
+    box = LineOutbox(written.append, hold=lambda b: asked.append(b) or False)
+    box.flush()  # nothing waits: the output is not even asked
+    assert asked == []
+    box.emit(log(0))
+    await asyncio.sleep(0)
+    assert asked == [box] and written == [log(0)]
+
+
+async def test_a_closed_line_outbox_writes_and_keeps_nothing() -> None:
+    written: list[dict[str, Any]] = []
+    box = LineOutbox(written.append)
+    box.emit(log(0))
+    box.close()
+    box.emit(log(1))
+    await asyncio.sleep(0)
+    box.flush(force=True)
+    assert written == [] and box.pending == []
