@@ -16,18 +16,17 @@ from mcp_stateless import (
     App,
     Context,
     McpError,
+    Prompt,
     TaskRuntime,
+    Tool,
     ToolError,
     content,
     elicitation,
     roots,
     sampling,
 )
-from mcp_stateless.protocol.endpoint import Call, Handler, ListenItem, Lister, Reply
-from mcp_stateless.protocol.envelope import Request
-from mcp_stateless.server.registry import Prompt, Tool
-from mcp_stateless.state.base import RecordStore
-from mcp_stateless.state.memory import MemoryRecords
+from mcp_stateless.endpoint import Call, Handler, ListenItem, Lister, Reply, Request
+from mcp_stateless.state import MemoryRecords, RecordStore
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
 WAV = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
@@ -544,7 +543,7 @@ def watched_resource() -> str:
 @app.tool()
 async def test_reconnection(ctx: Context) -> str:
     """Closes its SSE stream mid-call (2025 clients resume with Last-Event-ID); a no-op elsewhere"""
-    from mcp_stateless.server.legacy import close_stream
+    from mcp_stateless.legacy import close_stream
 
     close_stream(ctx)
     await asyncio.sleep(0.2)

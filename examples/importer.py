@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_stateless import App, Context, Handle, ToolError
-from mcp_stateless.server.app import PrincipalResolver
+from mcp_stateless.endpoint import PrincipalResolver
 
 MAX_FILES = 1000
 

@@ -1,5 +1,7 @@
 """The package's layers and the imports allowed between them, read from the source with `ast`.
 
+The package `__init__` and the top-level façades (`endpoint.py`, `legacy.py`) are not layers.
+
 Every import counts: at module level, inside functions, and under `if TYPE_CHECKING:` (a typing-only
 import is still a dependency a reader and mypy must follow). Layers are the subpackages of
 `mcp_stateless`; the package `__init__` is the lazy public façade over all of them and is not a layer.
@@ -153,10 +155,31 @@ def _subpackages() -> set[str]:
     return {p.name for p in SRC.iterdir() if p.is_dir() and any(p.glob("*.py"))}
 
 
+# Top-level modules besides `__init__` are public façades (tests/test_public_api.py): they import and list
+# names, nothing else, and no layer imports them.
+FACADES = frozenset({"endpoint", "legacy"})
+
+
 def test_every_subpackage_has_a_rule() -> None:
-    stray = sorted(p.name for p in SRC.glob("*.py") if p.name != "__init__.py")
-    assert stray == [], f"modules outside any layer: {stray}"
+    stray = sorted(p.stem for p in SRC.glob("*.py") if p.name != "__init__.py")
+    assert stray == sorted(FACADES), "modules outside any layer"
     assert _subpackages() == set(ALLOWED)
+
+
+@pytest.mark.parametrize("facade", sorted(FACADES))
+def test_a_facade_only_imports_and_lists(facade: str) -> None:
+    tree = ast.parse((SRC / f"{facade}.py").read_text())
+    kinds = {type(node).__name__ for node in tree.body[1:]}  # after the docstring
+    assert ast.get_docstring(tree)
+    assert kinds <= {"ImportFrom", "Assign"}
+    assigned = [t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets
+                if isinstance(t, ast.Name)]
+    assert assigned == ["__all__"]
+
+
+def test_no_layer_imports_a_facade() -> None:
+    bad = [str(e) for e in EDGES if _layer(e.source) is not None and _layer(e.target) in FACADES]
+    assert bad == [], "\n".join(bad)
 
 
 def test_every_subpackage_is_a_real_package() -> None:

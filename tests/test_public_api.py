@@ -7,8 +7,10 @@ import ast
 import importlib
 import importlib.metadata
 import pkgutil
+import re
 import subprocess
 import sys
+import textwrap
 import tomllib
 import types
 from pathlib import Path
@@ -116,3 +118,128 @@ def test_version_values() -> None:
     assert mcp_stateless.__version__ == pyproject["project"]["version"]
     assert mcp_stateless.__version__ == importlib.metadata.version("mcp-stateless")
     assert mcp_stateless.__version__.count(".") == 2
+
+
+# The supported import paths. Everything else under `mcp_stateless` is internal and may change between
+# releases; docs/architecture.md ("Public API") says the same.
+PUBLIC_MODULES = (
+    "mcp_stateless",
+    "mcp_stateless.audit",
+    "mcp_stateless.auth",
+    "mcp_stateless.bridge",
+    "mcp_stateless.client",
+    "mcp_stateless.client.oauth",
+    "mcp_stateless.conformance",
+    "mcp_stateless.endpoint",
+    "mcp_stateless.inventory",
+    "mcp_stateless.legacy",
+    "mcp_stateless.observability",
+    "mcp_stateless.state",
+)
+DOCUMENTED = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+
+
+def _resolved(module_name: str) -> types.ModuleType:
+    module = importlib.import_module(module_name)
+    for name in module.__all__:
+        getattr(module, name)  # resolves lazy names into vars()
+    return module
+
+
+def _leaks(module: types.ModuleType) -> set[str]:
+    """Public names of `module` that `__all__` does not list: the submodules the import system sets on a
+    package, and a `from __future__` directive, are not names a user imports."""
+    import __future__
+
+    out = set()
+    for name, value in vars(module).items():
+        if name.startswith("_") or name in module.__all__:
+            continue
+        if isinstance(value, types.ModuleType) and value.__name__ == f"{module.__name__}.{name}":
+            continue
+        if isinstance(value, __future__._Feature):
+            continue
+        out.add(name)
+    return out
+
+
+@pytest.mark.parametrize("module_name", PUBLIC_MODULES)
+def test_a_public_module_lists_exactly_what_it_offers(module_name: str) -> None:
+    module = _resolved(module_name)
+    names = list(module.__all__)
+    assert len(set(names)) == len(names), "duplicates in __all__"
+    assert sorted(names, key=lambda n: (not n.isupper(), n)) == names, "__all__ not sorted like ruff sorts it"
+    assert set(names) - {"__version__"} <= set(vars(module))
+    assert _leaks(module) == set(), f"public but not in {module_name}.__all__"
+
+
+@pytest.mark.parametrize("module_name", PUBLIC_MODULES)
+def test_a_public_module_offers_only_the_package_s_own_objects(module_name: str) -> None:
+    module = _resolved(module_name)
+    for name in module.__all__:
+        obj = getattr(module, name)
+        if isinstance(obj, type) or inspect_function(obj):
+            assert obj.__module__.startswith("mcp_stateless"), (name, obj.__module__)
+
+
+def inspect_function(obj: object) -> bool:
+    return isinstance(obj, types.FunctionType)
+
+
+def test_one_name_means_one_thing_across_the_public_modules() -> None:
+    """`Endpoint`, `ListenEvent`, `Handler`, `Session`, ...: a name two public modules offer is the same
+    object in both, so no import picks the wrong one by accident."""
+    seen: dict[str, tuple[str, object]] = {}
+    clashes = []
+    for module_name in PUBLIC_MODULES:
+        module = _resolved(module_name)
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if isinstance(obj, types.ModuleType):
+                continue
+            if name in seen and seen[name][1] is not obj:
+                clashes.append(f"{name}: {seen[name][0]} and {module_name}")
+            seen.setdefault(name, (module_name, obj))
+    assert clashes == []
+
+
+def _python_sources() -> list[tuple[str, str]]:
+    fence = re.compile(r"^( *)```python\n(.*?)^\1```", re.S | re.M)
+    out = [(f"{page.name} block {i + 1}", textwrap.dedent(body))
+           for page in DOCUMENTED for i, (_, body) in enumerate(fence.findall(page.read_text()))]
+    return out + [(f"examples/{path.name}", path.read_text()) for path in EXAMPLES]
+
+
+def _package_imports(source: str) -> list[tuple[int, str, str | None]]:
+    """(line, module, name) for every import of ours in `source`; name None for `import module`."""
+    found: list[tuple[int, str, str | None]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("mcp_stateless"):
+            found.extend((node.lineno, node.module or "", alias.name) for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name, None) for alias in node.names
+                         if alias.name.startswith("mcp_stateless"))
+    return found
+
+
+def test_docs_and_examples_import_only_the_public_paths() -> None:
+    bad = []
+    checked = 0
+    for where, source in _python_sources():
+        for line, module_name, name in _package_imports(source):
+            checked += 1
+            if module_name not in PUBLIC_MODULES:
+                bad.append(f"{where}:{line}: {module_name} is not a public module")
+            elif name is not None and name not in importlib.import_module(module_name).__all__:
+                bad.append(f"{where}:{line}: {module_name} does not offer {name}")
+    assert checked > 40  # the scan really saw the docs' imports
+    assert bad == []
+
+
+def test_the_import_scan_sees_what_a_page_imports() -> None:
+    source = "import mcp_stateless.state\nfrom mcp_stateless.protocol.endpoint import Call\ndef f():\n" \
+             "    from mcp_stateless import App\n"
+    assert sorted(_package_imports(source)) == [(1, "mcp_stateless.state", None),
+                                                (2, "mcp_stateless.protocol.endpoint", "Call"),
+                                                (4, "mcp_stateless", "App")]

@@ -23,7 +23,7 @@ if _typing.TYPE_CHECKING:
     from .server.app import App
     from .server.context import Context, ElicitResult, InputRequest, elicitation, roots, sampling, url_elicitation
     from .server.handles import Handle, HandleEnded, HandleError, HandleExpired, HandleUnknown
-    from .server.registry import PromptArgument
+    from .server.registry import Prompt, PromptArgument, Tool
     from .server.results import ToolError, ToolResult, assistant, user
     from .state import StateBundle, StateUnavailable, open_state
     from .state.events import ChangeEvent, EventBus, MemoryEventBus
@@ -63,7 +63,9 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "HandleError": (".server.handles", "HandleError"),
     "HandleExpired": (".server.handles", "HandleExpired"),
     "HandleUnknown": (".server.handles", "HandleUnknown"),
+    "Prompt": (".server.registry", "Prompt"),
     "PromptArgument": (".server.registry", "PromptArgument"),
+    "Tool": (".server.registry", "Tool"),
     "ToolError": (".server.results", "ToolError"),
     "ToolResult": (".server.results", "ToolResult"),
     "assistant": (".server.results", "assistant"),
@@ -128,6 +130,7 @@ __all__ = [
     "MemoryEventBus",
     "OriginPolicy",
     "PrometheusMetrics",
+    "Prompt",
     "PromptArgument",
     "RequestMiddleware",
     "StateBundle",
@@ -135,6 +138,7 @@ __all__ = [
     "SyncClient",
     "TaskHandle",
     "TaskRuntime",
+    "Tool",
     "ToolError",
     "ToolResult",
     "Tracing",

@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from mcp_stateless.audit.proxy import INSTANCE, TAG, Limits, RoundRobinProxy
-from mcp_stateless.client.http11 import Endpoint, Pool
+from mcp_stateless.client.http11 import HttpUrl, Pool
 
 Handler = Callable[["Upstream", asyncio.StreamReader, asyncio.StreamWriter, bytes], Awaitable[None]]
 
@@ -79,7 +79,7 @@ async def test_requests_go_to_each_instance_in_turn_on_one_connection() -> None:
         pool = Pool(max_idle=1)
         served, marks = [], []
         for n in range(7):
-            resp = await pool.request("POST", Endpoint.parse(proxy.url()), {TAG: f"r{n}"}, b"{}")
+            resp = await pool.request("POST", HttpUrl.parse(proxy.url()), {TAG: f"r{n}"}, b"{}")
             served.append(orjson.loads(await resp.read())["served"])
             marks.append(resp.headers[INSTANCE])
         await pool.aclose()
@@ -95,7 +95,7 @@ async def test_every_end_to_end_header_passes_and_the_tag_does_not() -> None:
         sent = {"mcp-session-id": "s-1", "last-event-id": "ev-9", "authorization": "Bearer t",
                 "mcp-method": "tools/call", "x-custom": "a, b", TAG: "t1", "connection": "keep-alive, x-hop",
                 "x-hop": "gone"}
-        resp = await pool.request("POST", Endpoint.parse(proxy.url("/mcp?x=1")), sent, b'{"a": 1}')
+        resp = await pool.request("POST", HttpUrl.parse(proxy.url("/mcp?x=1")), sent, b'{"a": 1}')
         assert orjson.loads(await resp.read())["body"] == '{"a": 1}'
         await pool.aclose()
     lines = up.heads[0].decode().split("\r\n")
@@ -166,9 +166,9 @@ async def test_an_unreachable_instance_is_a_502_naming_it_and_the_next_one_serve
         async with proxied(json_name) as (proxy, (up,)):
             proxy.upstreams.insert(0, ("127.0.0.1", dead))
             pool = Pool()
-            first = await pool.request("POST", Endpoint.parse(proxy.url()), {}, b"{}")
+            first = await pool.request("POST", HttpUrl.parse(proxy.url()), {}, b"{}")
             text = (await first.read()).decode()
-            second = await pool.request("POST", Endpoint.parse(proxy.url()), {}, b"{}")
+            second = await pool.request("POST", HttpUrl.parse(proxy.url()), {}, b"{}")
             assert orjson.loads(await second.read())["served"] == up.name
             await pool.aclose()
     assert (first.status, first.headers[INSTANCE], second.status) == (502, "0", 200)
@@ -181,7 +181,7 @@ async def test_an_instance_closing_without_a_response_is_a_502() -> None:
 
     async with proxied(rude) as (proxy, (up,)):
         pool = Pool()
-        resp = await pool.request("POST", Endpoint.parse(proxy.url()), {}, b"{}")
+        resp = await pool.request("POST", HttpUrl.parse(proxy.url()), {}, b"{}")
         text = (await resp.read()).decode()
         await pool.aclose()
     assert resp.status == 502

@@ -376,9 +376,9 @@ async def test_plain_http_metadata_off_loopback_is_refused_before_it_is_fetched(
     """A 401 naming http:// metadata on a non-loopback host is refused by rule, before any fetch (the
     address is unroutable: a fetch would fail with a different error)."""
     from mcp_stateless.client.auth import HttpRequest
-    from mcp_stateless.client.http11 import Endpoint
+    from mcp_stateless.client.http11 import HttpUrl
 
-    flow = OAuth().auth_flow(HttpRequest("POST", Endpoint.parse("http://127.0.0.1:9/mcp"), {}))
+    flow = OAuth().auth_flow(HttpRequest("POST", HttpUrl.parse("http://127.0.0.1:9/mcp"), {}))
     await flow.__anext__()
     head = _Head(401, {"www-authenticate": 'Bearer resource_metadata="http://192.0.2.1/.well-known/prm"'})
     with pytest.raises(OAuthError, match="non-HTTPS"):

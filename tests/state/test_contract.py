@@ -10,7 +10,7 @@ import time
 import pytest
 
 from mcp_stateless.state import HandleRecord, StateBundle, open_state
-from mcp_stateless.state.events import ChangeEvent, Subscription
+from mcp_stateless.state.events import ChangeEvent, ChangeSubscription
 
 
 def record(key: str = "k1", *, ttl: float = 60.0, data: dict | None = None, principal: str = "alice") -> HandleRecord:
@@ -175,7 +175,7 @@ async def test_a_record_survives_reopening_the_store(shared_state_url: str) -> N
 
 
 # ----------------------------------------------------------------------------- events
-async def _ready(sub: Subscription) -> None:
+async def _ready(sub: ChangeSubscription) -> None:
     await sub.ready()  # every subscription has it (a no-op in memory)
 
 

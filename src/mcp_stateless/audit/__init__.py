@@ -5,48 +5,16 @@ against it and report each finding with its evidence and the fix.
     report = await audit(LaunchedTarget("python server.py --port {port}", instances=3))
 """
 
-from __future__ import annotations
-
-import time
-from collections.abc import Sequence
-from typing import Any
-
 from .checks import CHECKS
-from .engine import Check, Context, Options, Outcome, Profile, Progress, Result, run_checks
+from .engine import Check, Options, Outcome, Profile, Progress, Result
 from .flow import Flow, FlowError, flow_checks, flow_schema, load_flow, parse_flow
 from .report import report, report_schema, to_junit, to_markdown
+from .run import audit, plan
 from .targets import HttpTarget, LaunchedTarget, StdioTarget, Target, TargetError
-
-
-def plan(flows: Sequence[Flow] = ()) -> list[Check]:
-    """Every check that will run, in order: the built-in ones, then three per flow file."""
-    out = list(CHECKS)
-    for f in flows:
-        out.extend(flow_checks(f))
-    return out
-
-
-async def audit(target: Target, *, flows: Sequence[Flow] = (), options: Options | None = None,
-                only: Sequence[str] = (), progress: Progress | None = None) -> dict[str, Any]:
-    """Start the target, run the checks (`only`: ids or id prefixes; the era probe always runs), stop
-    everything that was started, and return the report object."""
-    checks = plan(flows)
-    if only:
-        checks = [c for c in checks if c.id == "era" or any(c.id == o or c.id.startswith(o + ".") for o in only)]
-    ctx = Context(target, options or Options(), flows=list(flows))
-    start = time.monotonic()
-    try:
-        await target.start()
-        results = await run_checks(checks, ctx, progress)
-    finally:
-        await target.aclose()
-    return report(target, ctx.profile, results, time.monotonic() - start)
-
 
 __all__ = [
     "CHECKS",
     "Check",
-    "Context",
     "Flow",
     "FlowError",
     "HttpTarget",
@@ -54,6 +22,7 @@ __all__ = [
     "Options",
     "Outcome",
     "Profile",
+    "Progress",
     "Result",
     "StdioTarget",
     "Target",

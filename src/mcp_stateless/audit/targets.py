@@ -28,7 +28,7 @@ import orjson
 
 from ..client.channels import StdioChannel
 from ..client.errors import ChannelError, ClientError
-from ..client.http11 import Endpoint, HttpError, Pool
+from ..client.http11 import HttpError, HttpUrl, Pool
 from ..protocol.sse import decode_messages, iter_messages
 from .proxy import INSTANCE, TAG, RoundRobinProxy
 from .wire import Exchange, Message, headers_for
@@ -166,7 +166,7 @@ async def _http_exchange(pool: Pool, url: str, message: Message | None, *, insta
     want = (message or {}).get("id")
     try:
         async with asyncio.timeout(timeout):
-            resp = await pool.request(http_method, Endpoint.parse(url), headers, body, timeout=None)
+            resp = await pool.request(http_method, HttpUrl.parse(url), headers, body, timeout=None)
             ex.status, ex.response_headers = resp.status, dict(resp.headers)
             try:
                 if resp.content_type == "text/event-stream":
@@ -214,7 +214,7 @@ class HttpTarget(Recorder):
             raise TargetError("no URL given")
         for u in urls:
             try:
-                Endpoint.parse(u)
+                HttpUrl.parse(u)
             except ValueError as e:
                 raise TargetError(str(e)) from None
         super().__init__()
@@ -291,7 +291,7 @@ class HttpTarget(Recorder):
         url = self.urls[instance]
 
         async def source() -> AsyncIterator[Message]:
-            resp = await pool.request("POST", Endpoint.parse(url), headers, orjson.dumps(message), timeout=10.0)
+            resp = await pool.request("POST", HttpUrl.parse(url), headers, orjson.dumps(message), timeout=10.0)
             st.exchange.status, st.exchange.response_headers = resp.status, dict(resp.headers)
             if resp.content_type == "text/event-stream":
                 async for m in iter_messages(bounded(resp.iter_bytes())):

@@ -23,7 +23,7 @@ from .login import token_store_option
 from .progress import StatusLine
 
 if TYPE_CHECKING:
-    from ..client import Client, ListenEvent
+    from ..client import Client, ServerEvent
 
 
 def add_target(p: argparse.ArgumentParser) -> None:
@@ -296,7 +296,7 @@ def print_task(task: dict[str, Any], as_json: bool) -> None:
     print(f"task {task.get('taskId')}: {task.get('status')}" + (f" ({message})" if message else ""))
 
 
-def _print_event(ev: ListenEvent, as_json: bool) -> None:
+def _print_event(ev: ServerEvent, as_json: bool) -> None:
     import orjson
 
     from ..client import Acknowledged, ResourceUpdated

@@ -72,11 +72,11 @@ async def _login(args: Any) -> int:
 
 async def _challenge(oauth: Any, url: str) -> str | None:
     """The server's own 401 challenge (its scope and metadata URL), asked for with an unsigned request."""
-    from ..client.http11 import Endpoint, HttpError, Pool
+    from ..client.http11 import HttpError, HttpUrl, Pool
 
     pool = Pool(max_idle=0)
     try:
-        resp = await pool.request("POST", Endpoint.parse(url), {"Content-Type": "application/json",
+        resp = await pool.request("POST", HttpUrl.parse(url), {"Content-Type": "application/json",
                                                                "Accept": "application/json, text/event-stream"},
                                   b"{}", timeout=oauth.http.timeout)
         await resp.aclose()

@@ -3,7 +3,7 @@
 OAuth for protected servers is `mcp_stateless.client.oauth.OAuth`, passed as `Client(url, auth=...)`."""
 
 from .auth import Auth, BearerToken, HttpRequest
-from .channels import Channel
+from .channels import Channel, HttpChannel, StdioChannel
 from .core import Client, Subscription
 from .era import EraCache
 from .errors import (
@@ -24,11 +24,11 @@ from .errors import (
 from .events import (
     Acknowledged,
     ListenEnded,
-    ListenEvent,
     OtherNotification,
     PromptsListChanged,
     ResourcesListChanged,
     ResourceUpdated,
+    ServerEvent,
     ToolsListChanged,
 )
 from .handlers import Handlers
@@ -48,11 +48,11 @@ __all__ = [
     "ClientError",
     "EraCache",
     "Handlers",
+    "HttpChannel",
     "HttpRequest",
     "HttpStatusError",
     "InvalidResult",
     "ListenEnded",
-    "ListenEvent",
     "MemoryChannel",
     "OAuthError",
     "OtherNotification",
@@ -61,8 +61,10 @@ __all__ = [
     "ResourceUpdated",
     "ResourcesListChanged",
     "ServerError",
+    "ServerEvent",
     "ServerLost",
     "Session",
+    "StdioChannel",
     "StreamBroken",
     "Subscription",
     "SyncClient",

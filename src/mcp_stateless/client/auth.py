@@ -13,7 +13,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Protocol
 
-from .http11 import Endpoint, Pool, Response
+from .http11 import HttpUrl, Pool, Response
 
 
 @dataclass(slots=True)
@@ -21,7 +21,7 @@ class HttpRequest:
     """One outgoing HTTP request; an auth flow may change its headers (or anything else) before it goes out."""
 
     method: str
-    endpoint: Endpoint
+    endpoint: HttpUrl
     headers: dict[str, str]
     body: bytes = b""
 

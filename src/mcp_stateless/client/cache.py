@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .events import ListenEvent, PromptsListChanged, ResourcesListChanged, ResourceUpdated, ToolsListChanged
+from .events import PromptsListChanged, ResourcesListChanged, ResourceUpdated, ServerEvent, ToolsListChanged
 
 
 class ResultCache:
@@ -35,7 +35,7 @@ class ResultCache:
             if (not methods or k[0] in methods) and (key is None or k[1] == key):
                 del self._entries[k]
 
-    def on_event(self, ev: ListenEvent) -> None:
+    def on_event(self, ev: ServerEvent) -> None:
         """What a change notification makes stale."""
         if isinstance(ev, ToolsListChanged):
             self.invalidate("tools/list")

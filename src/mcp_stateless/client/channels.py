@@ -24,7 +24,7 @@ from ..protocol.meta import META_PROGRESS_TOKEN, META_SUBSCRIPTION_ID
 from ..protocol.sse import SSEParser, decode_messages
 from .auth import Auth, HttpRequest, send
 from .errors import AuthenticationError, ChannelError, HttpStatusError, ServerLost, StreamBroken
-from .http11 import ConnectionLost, Endpoint, HttpError, Pool, Response
+from .http11 import ConnectionLost, HttpError, HttpUrl, Pool, Response
 
 log = logging.getLogger("mcp_stateless.client")
 
@@ -165,7 +165,7 @@ class HttpChannel:
         auth: Auth | None = None,
     ) -> None:
         self.url = url
-        self.endpoint = Endpoint.parse(url)
+        self.endpoint = HttpUrl.parse(url)
         self.base_headers = {
             "Content-Type": "application/json",
             "Accept": "application/json, text/event-stream",
@@ -189,7 +189,7 @@ class HttpChannel:
         return None  # every message arrives on the response stream of the request it belongs to
 
     async def request(
-        self, method: str, endpoint: Endpoint, headers: dict[str, str], body: bytes = b"", *,
+        self, method: str, endpoint: HttpUrl, headers: dict[str, str], body: bytes = b"", *,
         timeout: float | None = -1.0,
     ) -> Response:
         """The choke point: one HTTP request through the auth hook, transport failures as `ChannelError`."""
@@ -220,7 +220,7 @@ class HttpChannel:
             resp = await self.request("POST", target, hdrs, body, timeout=timeout)
         return HttpExchange(resp)
 
-    def _same_origin(self, location: str | None) -> Endpoint | None:
+    def _same_origin(self, location: str | None) -> HttpUrl | None:
         """Where a 307/308 points, if on this origin (credentials are never replayed to another one)."""
         if not location:
             return None
@@ -243,7 +243,7 @@ class HttpChannel:
         return ex.status
 
     async def get(self, headers: Mapping[str, str], *, url: str | None = None) -> Response:
-        ep = Endpoint.parse(url) if url else self.endpoint
+        ep = HttpUrl.parse(url) if url else self.endpoint
         hdrs = {k: v for k, v in self.base_headers.items() if k != "Content-Type"}
         hdrs.update(headers)
         return await self.request("GET", ep, hdrs)

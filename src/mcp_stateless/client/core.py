@@ -26,8 +26,8 @@ from .cache import ResultCache
 from .channels import Channel, HttpChannel, StdioChannel
 from .era import EraCache, probe
 from .errors import ChannelError, ClientError, ServerLost, StreamBroken
-from .events import ListenEvent, ToolsListChanged
-from .handlers import Handler, Handlers, Roots
+from .events import ServerEvent, ToolsListChanged
+from .handlers import Handlers, Responder, Roots
 from .memory import MemoryChannel
 from .modern import ModernSession
 from .session import Era, Progress, Session
@@ -45,13 +45,13 @@ _LIST_KEYS = methods.LIST_KEYS
 class Subscription:
     """`async with client.listen(...) as sub: async for event in sub:` — leaving ends the subscription."""
 
-    def __init__(self, gen: AsyncIterator[ListenEvent]) -> None:
+    def __init__(self, gen: AsyncIterator[ServerEvent]) -> None:
         self._gen = gen
 
-    def __aiter__(self) -> AsyncIterator[ListenEvent]:
+    def __aiter__(self) -> AsyncIterator[ServerEvent]:
         return self._gen
 
-    async def __anext__(self) -> ListenEvent:
+    async def __anext__(self) -> ServerEvent:
         return await self._gen.__anext__()
 
     async def __aenter__(self) -> Subscription:
@@ -107,9 +107,9 @@ class Client:
         channel: Channel | None = None,
         version: str = "auto",
         client_info: Mapping[str, Any] | None = None,
-        elicitation: Handler | None = None,
-        url_elicitation: Handler | None = None,
-        sampling: Handler | None = None,
+        elicitation: Responder | None = None,
+        url_elicitation: Responder | None = None,
+        sampling: Responder | None = None,
         roots: Roots | None = None,
         headers: Mapping[str, str] | None = None,
         auth: Auth | None = None,
@@ -280,7 +280,7 @@ class Client:
             lambda: session.request(method, p, progress=progress, timeout=timeout, meta=meta),
         )
 
-    def _on_event(self, ev: ListenEvent) -> None:
+    def _on_event(self, ev: ServerEvent) -> None:
         self.cache.on_event(ev)
         if isinstance(ev, ToolsListChanged):
             self._tools_listed = False
@@ -448,7 +448,7 @@ class Client:
             flt.update(extra)
         return Subscription(self._listen(flt))
 
-    async def _listen(self, flt: dict[str, Any]) -> AsyncIterator[ListenEvent]:
+    async def _listen(self, flt: dict[str, Any]) -> AsyncIterator[ServerEvent]:
         session = await self.connect()
         events = session.listen(flt)
         try:

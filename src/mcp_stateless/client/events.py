@@ -9,15 +9,16 @@ from .errors import ClientError as ClientError  # re-exported: client/cli.py imp
 
 
 @dataclass(frozen=True, slots=True)
-class ListenEvent:
-    """Base class of everything a listen stream yields."""
+class ServerEvent:
+    """What a server sent on a listen stream: the base class of every event `Client.listen()` yields
+    (the server-side counterpart is `mcp_stateless.endpoint.ListenEvent`)."""
 
     method: str
     params: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
-class Acknowledged(ListenEvent):
+class Acknowledged(ServerEvent):
     """The server's acknowledgement: `honoured` is what it will send, `dropped` what it will not."""
 
     honoured: dict[str, Any] = field(default_factory=dict)
@@ -25,32 +26,32 @@ class Acknowledged(ListenEvent):
 
 
 @dataclass(frozen=True, slots=True)
-class ToolsListChanged(ListenEvent):
+class ToolsListChanged(ServerEvent):
     pass
 
 
 @dataclass(frozen=True, slots=True)
-class PromptsListChanged(ListenEvent):
+class PromptsListChanged(ServerEvent):
     pass
 
 
 @dataclass(frozen=True, slots=True)
-class ResourcesListChanged(ListenEvent):
+class ResourcesListChanged(ServerEvent):
     pass
 
 
 @dataclass(frozen=True, slots=True)
-class ResourceUpdated(ListenEvent):
+class ResourceUpdated(ServerEvent):
     uri: str = ""
 
 
 @dataclass(frozen=True, slots=True)
-class OtherNotification(ListenEvent):
+class OtherNotification(ServerEvent):
     """A notification type this client has no class for (e.g. an extension's)."""
 
 
 @dataclass(frozen=True, slots=True)
-class ListenEnded(ListenEvent):
+class ListenEnded(ServerEvent):
     """The server ended the subscription gracefully (listen result or notifications/cancelled)."""
 
 
@@ -59,7 +60,7 @@ def obj(v: Any) -> dict[str, Any]:
     return v if isinstance(v, dict) else {}
 
 
-_TYPES: dict[str, type[ListenEvent]] = {
+_TYPES: dict[str, type[ServerEvent]] = {
     "notifications/tools/list_changed": ToolsListChanged,
     "notifications/prompts/list_changed": PromptsListChanged,
     "notifications/resources/list_changed": ResourcesListChanged,
@@ -73,7 +74,7 @@ LIST_CHANGED_KEYS: dict[str, str] = {
 }
 
 
-def event_for(method: str, params: dict[str, Any]) -> ListenEvent:
+def event_for(method: str, params: dict[str, Any]) -> ServerEvent:
     if method == "notifications/resources/updated":
         return ResourceUpdated(method, params, str(params.get("uri", "")))
     cls = _TYPES.get(method, OtherNotification)
@@ -84,11 +85,11 @@ __all__ = [
     "LIST_CHANGED_KEYS",
     "Acknowledged",
     "ListenEnded",
-    "ListenEvent",
     "OtherNotification",
     "PromptsListChanged",
     "ResourceUpdated",
     "ResourcesListChanged",
+    "ServerEvent",
     "ToolsListChanged",
     "event_for",
     "obj",

@@ -14,11 +14,12 @@ from typing import Any
 
 from .errors import InvalidResult
 
-Handler = Callable[[dict[str, Any]], Awaitable[Any] | Any]
-Roots = Sequence[dict[str, Any]] | Handler
+# Answers one server->client request (elicitation, sampling): its params in, the result out.
+Responder = Callable[[dict[str, Any]], Awaitable[Any] | Any]
+Roots = Sequence[dict[str, Any]] | Responder
 
 
-async def _call(fn: Handler, params: dict[str, Any]) -> Any:
+async def _call(fn: Responder, params: dict[str, Any]) -> Any:
     out = fn(params)
     if inspect.isawaitable(out):
         out = await out
@@ -27,9 +28,9 @@ async def _call(fn: Handler, params: dict[str, Any]) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class Handlers:
-    elicitation: Handler | None = None
-    url_elicitation: Handler | None = None
-    sampling: Handler | None = None
+    elicitation: Responder | None = None
+    url_elicitation: Responder | None = None
+    sampling: Responder | None = None
     roots: Roots | None = None
 
     def capabilities(self) -> dict[str, Any]:
@@ -89,4 +90,4 @@ class Handlers:
         return dict(zip(keys, answers, strict=True))
 
 
-__all__ = ["Handler", "Handlers", "Roots"]
+__all__ = ["Handlers", "Responder", "Roots"]

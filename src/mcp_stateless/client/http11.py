@@ -26,14 +26,16 @@ class ConnectionLost(HttpError):
 
 
 @dataclass(frozen=True, slots=True)
-class Endpoint:
+class HttpUrl:
+    """An http(s) URL split the way a request needs it: where to connect, and the request target."""
+
     scheme: str
     host: str
     port: int
     target: str  # path + query
 
     @classmethod
-    def parse(cls, url: str) -> Endpoint:
+    def parse(cls, url: str) -> HttpUrl:
         u = urlsplit(url)
         if u.scheme not in ("http", "https") or not u.hostname:
             raise ValueError(f"not an http(s) URL: {url!r}")
@@ -51,14 +53,14 @@ class Endpoint:
         default = 443 if self.scheme == "https" else 80
         return host if self.port == default else f"{host}:{self.port}"
 
-    def resolve(self, ref: str) -> Endpoint:
+    def resolve(self, ref: str) -> HttpUrl:
         """An absolute or relative reference (the HTTP+SSE `endpoint` event) against this endpoint."""
         if "://" in ref:
-            return Endpoint.parse(ref)
+            return HttpUrl.parse(ref)
         if ref.startswith("/"):
-            return Endpoint(self.scheme, self.host, self.port, ref)
+            return HttpUrl(self.scheme, self.host, self.port, ref)
         base = self.target.split("?", 1)[0].rsplit("/", 1)[0]
-        return Endpoint(self.scheme, self.host, self.port, f"{base}/{ref}")
+        return HttpUrl(self.scheme, self.host, self.port, f"{base}/{ref}")
 
 
 class _Conn:
@@ -177,7 +179,7 @@ class Pool:
         self._idle: dict[tuple[str, str, int], list[_Conn]] = {}
         self._closed = False
 
-    async def _connect(self, ep: Endpoint) -> _Conn:
+    async def _connect(self, ep: HttpUrl) -> _Conn:
         ctx: ssl.SSLContext | None = None
         if ep.scheme == "https":
             ctx = self._ssl or ssl.create_default_context()
@@ -222,7 +224,7 @@ class Pool:
     async def request(
         self,
         method: str,
-        ep: Endpoint,
+        ep: HttpUrl,
         headers: Mapping[str, str],
         body: bytes = b"",
         *,
@@ -315,4 +317,4 @@ class _StaleConnection(ConnectionLost):
     """A reused keep-alive connection the server had closed: retried once on a fresh one, never raised."""
 
 
-__all__ = ["ConnectionLost", "Endpoint", "HttpError", "Pool", "Response"]
+__all__ = ["ConnectionLost", "HttpError", "HttpUrl", "Pool", "Response"]

@@ -18,7 +18,7 @@ from ..protocol.mrtr import MRTR_METHODS
 from ..protocol.versions import MODERN_VERSIONS
 from .channels import Channel, Message
 from .errors import InvalidResult, RequestTimeout, ServerError, StreamBroken, TooManyRounds
-from .events import Acknowledged, ListenEnded, ListenEvent, event_for, obj
+from .events import Acknowledged, ListenEnded, ServerEvent, event_for, obj
 from .handlers import Handlers
 from .session import Era, Progress
 from .tracecontext import inject_trace_context
@@ -242,7 +242,7 @@ class ModernSession:
                 self.version = pick
 
     # -- listen -------------------------------------------------------------------------------------------
-    async def listen(self, flt: dict[str, Any]) -> AsyncIterator[ListenEvent]:
+    async def listen(self, flt: dict[str, Any]) -> AsyncIterator[ServerEvent]:
         id_ = next(self._ids)
         params = {"notifications": flt, "_meta": self._meta()}
         msg = jsonrpc.request(id_, "subscriptions/listen", params)

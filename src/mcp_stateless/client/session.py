@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Literal, Protocol
 
-from .events import ListenEvent
+from .events import ServerEvent
 
 Era = Literal["modern", "legacy"]
 Progress = Callable[[dict[str, Any]], Any]
@@ -51,7 +51,7 @@ class Session(Protocol):
         """A DiscoverResult: asked for (modern) or derived from the InitializeResult (legacy)."""
         ...
 
-    def listen(self, flt: dict[str, Any]) -> AsyncIterator[ListenEvent]:
+    def listen(self, flt: dict[str, Any]) -> AsyncIterator[ServerEvent]:
         """The acknowledgement, then the subscribed notifications as typed events."""
         ...
 

@@ -9,12 +9,12 @@ from typing import Any, TypeVar
 
 from ..protocol.endpoint import Endpoint
 from .core import Client
-from .events import ListenEvent
+from .events import ServerEvent
 
 T = TypeVar("T")
 
 
-async def _next(it: AsyncIterator[ListenEvent]) -> ListenEvent:
+async def _next(it: AsyncIterator[ServerEvent]) -> ServerEvent:
     return await it.__anext__()
 
 
@@ -78,7 +78,7 @@ class SyncClient:
     def request(self, method: str, params: Mapping[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
         return self._run(self.client.request(method, params, **kw))
 
-    def listen(self, *, limit: int | None = None, **kw: Any) -> Iterator[ListenEvent]:
+    def listen(self, *, limit: int | None = None, **kw: Any) -> Iterator[ServerEvent]:
         """Events until the stream ends (or `limit` events); breaking out closes the subscription."""
         sub = self.client.listen(**kw)
         it = sub.__aiter__()
@@ -86,7 +86,7 @@ class SyncClient:
         try:
             while limit is None or n < limit:
                 try:
-                    ev: ListenEvent = self._run(_next(it))
+                    ev: ServerEvent = self._run(_next(it))
                 except StopAsyncIteration:
                     return
                 n += 1

@@ -4,3 +4,9 @@ It lists every place the code relies on earlier traffic or on one process's memo
 it belongs to and its replacement in the stateless model. Python sources are read with `ast`, TypeScript and
 JavaScript with tree-sitter; each analyzer turns one file into `Finding`s of the kinds in `kinds.py`.
 """
+
+from .engine import Inventory, inventory
+from .finding import Finding
+from .kinds import KINDS, Kind
+
+__all__ = ["KINDS", "Finding", "Inventory", "Kind", "inventory"]

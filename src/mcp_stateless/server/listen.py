@@ -13,7 +13,7 @@ from ..protocol.endpoint import KEEPALIVE, Call, ListenEnd, ListenEvent, ListenI
 from ..protocol.envelope import META_SUBSCRIPTION_ID, Request
 from ..protocol.errors import McpError
 from ..protocol.principal import Principal
-from ..state.events import ChangeEvent, EventBus, MemoryEventBus, Subscription
+from ..state.events import ChangeEvent, ChangeSubscription, EventBus, MemoryEventBus
 from ..tasks.model import EXTENSION_ID as TASKS_EXTENSION
 from ..tasks.runtime import REQUIRED_CAPABILITY as TASKS_REQUIRED
 from ..tasks.runtime import TaskRuntime, declares_tasks
@@ -97,7 +97,7 @@ class Listeners:
         self.events: EventBus = events if events is not None else MemoryEventBus()
         self.tasks: TaskRuntime | None = None
         self.closing = False
-        self._open: set[Subscription] = set()
+        self._open: set[ChangeSubscription] = set()
 
     def end_all(self) -> None:
         """Every open stream ends gracefully with its final result."""
@@ -146,7 +146,7 @@ class Listeners:
                            f"{self.max_subscriptions} per listen stream", {"limit": self.max_subscriptions})
 
     @contextlib.contextmanager
-    def _subscription(self) -> Iterator[Subscription]:
+    def _subscription(self) -> Iterator[ChangeSubscription]:
         sub = self.events.subscribe()
         self._open.add(sub)
         try:

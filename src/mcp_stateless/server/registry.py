@@ -17,7 +17,8 @@ from .context import Context
 from .schema import InputBinding, OutputBinding, input_binding, output_binding, string_converters
 from .templates import UriTemplate
 
-Handler = Callable[..., Any]
+# A function the application registered (tool, prompt, resource, completion).
+UserFunction = Callable[..., Any]
 Converters = dict[str, Callable[[str], Any]]  # parameter -> from the wire's string to its declared type
 # Tasks extension: whether a tool may run as a task, and when it becomes one ("start": before the handler
 # runs; "manual": when the handler awaits ctx.detach(), so MRTR questions before it stay synchronous).
@@ -32,7 +33,7 @@ def _check_tool_name(name: str) -> None:
         raise ValueError(f"tool name {name!r} must be 1-128 characters of [A-Za-z0-9_.-]")
 
 
-def _doc(fn: Handler) -> str | None:
+def _doc(fn: UserFunction) -> str | None:
     doc = inspect.getdoc(fn)
     return doc.strip() if doc else None
 
@@ -43,7 +44,7 @@ def _scopes(scopes: Sequence[str]) -> frozenset[str]:
     return frozenset(scopes)
 
 
-def _is_async(fn: Handler) -> bool:
+def _is_async(fn: UserFunction) -> bool:
     call = type(fn).__call__ if not inspect.isroutine(fn) else None  # an instance with an async __call__
     return inspect.iscoroutinefunction(fn) or (call is not None and inspect.iscoroutinefunction(call))
 
@@ -56,7 +57,7 @@ def _put(d: dict[str, Any], key: str, value: Any) -> None:
 @dataclass(slots=True)
 class Tool:
     name: str
-    fn: Handler
+    fn: UserFunction
     input: InputBinding
     output: OutputBinding
     description: str | None = None
@@ -76,7 +77,7 @@ class Tool:
     @classmethod
     def build(
         cls,
-        fn: Handler,
+        fn: UserFunction,
         *,
         name: str | None = None,
         description: str | None = None,
@@ -153,7 +154,7 @@ class PromptArgument:
 @dataclass(slots=True)
 class Prompt:
     name: str
-    fn: Handler
+    fn: UserFunction
     arguments: list[PromptArgument]
     injected: dict[str, type]
     description: str | None = None
@@ -167,7 +168,7 @@ class Prompt:
     @classmethod
     def build(
         cls,
-        fn: Handler,
+        fn: UserFunction,
         *,
         name: str | None = None,
         description: str | None = None,
@@ -210,7 +211,7 @@ class Prompt:
 class Resource:
     uri: str
     name: str
-    fn: Handler
+    fn: UserFunction
     injected: dict[str, type]
     description: str | None = None
     title: str | None = None
@@ -237,7 +238,7 @@ class Resource:
 class ResourceTemplate:
     template: UriTemplate
     name: str
-    fn: Handler
+    fn: UserFunction
     injected: dict[str, type]
     description: str | None = None
     title: str | None = None
@@ -258,11 +259,11 @@ class ResourceTemplate:
         return d
 
 
-def injected_params(fn: Handler, injectable: tuple[type, ...] = (Context,)) -> dict[str, type]:
+def injected_params(fn: UserFunction, injectable: tuple[type, ...] = (Context,)) -> dict[str, type]:
     return input_binding(fn, injectable=injectable).injected
 
 
-def _check_variables(uri: str, template: UriTemplate | None, fn: Handler, injected: Mapping[str, type]) -> None:
+def _check_variables(uri: str, template: UriTemplate | None, fn: UserFunction, injected: Mapping[str, type]) -> None:
     """Every template variable is a parameter of the handler, and every parameter without a default
     gets a value from the URI: a mismatch would fail every read, so it is refused at registration."""
     kind = "resource template" if template is not None else "resource"
@@ -286,7 +287,7 @@ def _check_variables(uri: str, template: UriTemplate | None, fn: Handler, inject
 
 def build_resource(
     uri: str,
-    fn: Handler,
+    fn: UserFunction,
     *,
     name: str | None = None,
     description: str | None = None,

@@ -18,7 +18,7 @@ One setting selects the engine, ``open_state(url)``:
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib import parse as _url
 
 from .base import (
     DEFAULT_RETENTION_S,
@@ -31,6 +31,7 @@ from .base import (
     redact,
 )
 from .handles import HandleRecord, HandleStore
+from .memory import MemoryRecords
 
 STATE_ENV = "MCP_STATELESS_STATE"
 
@@ -48,7 +49,7 @@ _ACCEPTED = ("use memory://, sqlite:///path.db, redis://host:port/db, redis-clus
 
 def open_state(url: str) -> StateBundle:
     """The `StateBundle` a state URL names. Nothing connects until first use."""
-    parts = urlsplit(url)
+    parts = _url.urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme == "memory":
         from . import memory
@@ -57,7 +58,7 @@ def open_state(url: str) -> StateBundle:
     if scheme not in _OWN_PARAMS:
         raise ValueError(f"unsupported state URL {redact(url)!r}: {_ACCEPTED}")
     own = _OWN_PARAMS[scheme]
-    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    pairs = _url.parse_qsl(parts.query, keep_blank_values=True)
     mine = {k: v for k, v in pairs if k in own}
     rest = [(k, v) for k, v in pairs if k not in own]
     for k in ("timeout", "poll"):
@@ -71,7 +72,7 @@ def open_state(url: str) -> StateBundle:
         from . import sqlite
 
         return sqlite.open_bundle(url, mine)
-    clean = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(rest), ""))
+    clean = _url.urlunsplit((parts.scheme, parts.netloc, parts.path, _url.urlencode(rest), ""))
     if scheme in ("postgresql", "postgres"):
         try:
             from . import postgres
@@ -99,6 +100,7 @@ __all__ = [
     "Bus",
     "HandleRecord",
     "HandleStore",
+    "MemoryRecords",
     "RecordStore",
     "StateBundle",
     "StateUnavailable",

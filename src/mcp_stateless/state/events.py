@@ -34,7 +34,7 @@ class ChangeEvent:
 END = ChangeEvent("end")
 
 
-class Subscription(Protocol):
+class ChangeSubscription(Protocol):
     async def ready(self) -> None:
         """Return once events published from now on reach this subscription (on a shared bus: once the
         process is subscribed there). `App.listen` awaits it before acknowledging."""
@@ -54,7 +54,7 @@ class Subscription(Protocol):
 class EventBus(Protocol):
     async def publish(self, event: ChangeEvent) -> None: ...
 
-    def subscribe(self) -> Subscription: ...
+    def subscribe(self) -> ChangeSubscription: ...
 
 
 class QueueSubscription(Generic[T]):
@@ -127,7 +127,7 @@ class MemoryEventBus:
         for sub in tuple(self._subs):
             sub.put(event)
 
-    def subscribe(self) -> Subscription:
+    def subscribe(self) -> ChangeSubscription:
         sub = _ChangeQueue(self._subs, self.max_backlog)
         self._subs.add(sub)
         return sub
@@ -277,5 +277,5 @@ class ChangeEventBus:
     async def publish(self, event: ChangeEvent) -> None:
         await self.bus.publish(self.topic, encode_change(event))
 
-    def subscribe(self) -> Subscription:
+    def subscribe(self) -> ChangeSubscription:
         return _ChangeSubscription(self.bus.subscribe(self.topic))

@@ -14,7 +14,7 @@ import contextlib
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
@@ -248,7 +248,7 @@ class RedisBus:
             finally:
                 if pubsub is not None:
                     with contextlib.suppress(Exception):
-                        await pubsub.aclose()  # type: ignore[no-untyped-call]
+                        await cast(Any, pubsub).aclose()  # untyped before redis-py 8.2
 
     async def aclose(self) -> None:
         if self._reader is not None:

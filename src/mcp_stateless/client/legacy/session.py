@@ -31,7 +31,7 @@ from ..errors import (
     StreamBroken,
     UnsupportedServer,
 )
-from ..events import LIST_CHANGED_KEYS, Acknowledged, ListenEvent, event_for, obj
+from ..events import LIST_CHANGED_KEYS, Acknowledged, ServerEvent, event_for, obj
 from ..handlers import Handlers
 from ..session import Era, Progress
 from ..tracecontext import inject_trace_context
@@ -288,7 +288,7 @@ class LegacySession:
                     log.exception("on_notification failed for %s", m.get("method"))
 
     # -- listen ----------------------------------------------------------------------------------------
-    async def listen(self, flt: Mapping[str, Any]) -> AsyncIterator[ListenEvent]:
+    async def listen(self, flt: Mapping[str, Any]) -> AsyncIterator[ServerEvent]:
         """Legacy equivalent of subscriptions/listen: session notifications (GET stream on Streamable HTTP)."""
         if not self._initialised:
             await self.start()

@@ -16,7 +16,7 @@ from ...protocol.sse import Event, iter_messages
 from ..channels import HttpChannel, Message, Restarted, Unsolicited
 from ..errors import AuthenticationError, ChannelError, ServerLost
 from ..events import obj
-from ..http11 import Endpoint, HttpError, Response
+from ..http11 import HttpError, HttpUrl, Response
 
 log = logging.getLogger("mcp_stateless.client.legacy")
 
@@ -65,11 +65,11 @@ class SseChannel:
         self.on_unsolicited = on_unsolicited
         self.base_headers = {k: v for k, v in http.base_headers.items()
                              if k.lower() not in ("accept", "content-type")}
-        self.post_to: Endpoint | None = None
+        self.post_to: HttpUrl | None = None
         self.pending: dict[Any, SseExchange] = {}
         self._resp: Response | None = None
         self._reader: asyncio.Task[None] | None = None
-        self._ready: asyncio.Future[Endpoint] | None = None
+        self._ready: asyncio.Future[HttpUrl] | None = None
 
     @property
     def key(self) -> str:
@@ -181,7 +181,7 @@ class SseChannel:
                 await self._reader
 
 
-def not_found_hint(endpoint: Endpoint) -> str:
+def not_found_hint(endpoint: HttpUrl) -> str:
     """What to fix when every way of reaching the server (server/discover, initialize, the 2024 HTTP+SSE
     GET) met a 404: nearly always a URL without the endpoint's path."""
     path = endpoint.target.split("?", 1)[0]

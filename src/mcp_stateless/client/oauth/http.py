@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 import orjson
 
 from ..errors import OAuthError
-from ..http11 import Endpoint, HttpError, Pool
+from ..http11 import HttpError, HttpUrl, Pool
 
 MAX_BODY = 1 << 20  # metadata, registrations and token answers are a few KB
 
@@ -43,7 +43,7 @@ class OAuthHttp:
 
     async def request(self, method: str, url: str, headers: Mapping[str, str], body: bytes = b"") -> Answer:
         try:
-            ep = Endpoint.parse(url)
+            ep = HttpUrl.parse(url)
         except ValueError as e:
             raise OAuthError(str(e)) from None
         try:

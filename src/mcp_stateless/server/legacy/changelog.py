@@ -19,7 +19,7 @@ from collections.abc import Callable
 from ...protocol import errors
 from ...protocol.errors import McpError
 from ...state import RecordStore
-from ...state.events import ChangeEvent, EventBus, Subscription, decode_change, encode_change
+from ...state.events import ChangeEvent, ChangeSubscription, EventBus, decode_change, encode_change
 
 CHANGELOG_NS = "legacy-changes"
 GET_STREAM = "get"  # the stream name in a GET stream's event ids (POST streams' names are 16 random chars)
@@ -108,5 +108,5 @@ class LoggedEvents:
                              extra={"era": "legacy"})
         await self.inner.publish(event)
 
-    def subscribe(self) -> Subscription:
+    def subscribe(self) -> ChangeSubscription:
         return self.inner.subscribe()
