@@ -78,16 +78,9 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "serve_stdio": (".transports.stdio", "serve_stdio"),
 }
 
-_DISTRIBUTION = "mcp-stateless"  # the one place the version lives is pyproject.toml
-
-
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(_DISTRIBUTION)
-    except PackageNotFoundError:  # a source tree on sys.path, never installed
-        return "0.0.0+unknown"
+    version: str = _importlib.import_module(".protocol.versions", __name__).package_version()
+    return version
 
 
 def __getattr__(name: str) -> object:

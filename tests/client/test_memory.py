@@ -200,3 +200,19 @@ async def test_the_apps_authenticator_decides_who_calls() -> None:
     assert e.value.status == 401 and e.value.www_authenticate == 'Bearer error="invalid_token"'
     async with Client(channel=MemoryChannel(app, principal=Principal("bob"))) as c:
         assert text(await c.call_tool("whoami", {})) == "bob"
+
+
+async def test_the_default_client_info_carries_the_package_version() -> None:
+    import mcp_stateless
+
+    seen: list[Any] = []
+    app = App("who")
+
+    @app.tool()
+    def who(ctx: Context) -> str:
+        seen.append(ctx.client_info)
+        return "ok"
+
+    async with Client(app) as c:
+        await c.call_tool("who", {})
+    assert seen == [{"name": "mcp-stateless-client", "version": mcp_stateless.__version__}]

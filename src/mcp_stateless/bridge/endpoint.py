@@ -34,7 +34,7 @@ from ..protocol.envelope import MethodTable, Request
 from ..protocol.errors import McpError
 from ..protocol.meta import META_SERVER_INFO
 from ..protocol.mrtr import KeyRing, StateContext, check_input_responses, seal, unseal
-from ..protocol.versions import MODERN_VERSIONS
+from ..protocol.versions import MODERN_VERSIONS, package_version
 from ..server.listen import Listeners
 from ..state.base import Bus
 from ..state.events import ChangeEventBus, EventBus, MemoryEventBus
@@ -420,8 +420,4 @@ def _modern_capabilities(caps: dict[str, Any]) -> dict[str, Any]:
 
 
 def _version() -> str:
-    with contextlib.suppress(Exception):
-        from importlib.metadata import version
-
-        return version("mcp-stateless")
-    return "0"
+    return package_version()

@@ -20,7 +20,7 @@ from ..protocol.errors import HEADER_MISMATCH, McpError
 from ..protocol.headers import ParamHeader, param_headers
 from ..protocol.meta import META_IDEMPOTENCY_KEY
 from ..protocol.tasks import EXTENSION_ID as TASKS_EXTENSION
-from ..protocol.versions import LATEST, is_legacy, is_modern
+from ..protocol.versions import LATEST, is_legacy, is_modern, package_version
 from .auth import Auth
 from .cache import ResultCache
 from .channels import Channel, HttpChannel, StdioChannel
@@ -37,7 +37,7 @@ log = logging.getLogger("mcp_stateless.client")
 
 T = TypeVar("T")
 
-DEFAULT_CLIENT_INFO = {"name": "mcp-stateless-client", "version": "0.1.0"}
+CLIENT_NAME = "mcp-stateless-client"  # clientInfo.name; its version is the package's own
 SAFE_METHODS = methods.SAFE_METHODS  # retried as is after a lost connection (protocol/methods.py)
 _LIST_KEYS = methods.LIST_KEYS
 
@@ -127,7 +127,9 @@ class Client:
         self.channel = _channel(url, stdio, channel, headers=headers, timeout=timeout, auth=auth, env=env,
                                 cwd=cwd, stderr=stderr)
         self.requested_version = version
-        self.client_info = dict(client_info or DEFAULT_CLIENT_INFO)
+        if client_info is None:
+            client_info = {"name": CLIENT_NAME, "version": package_version()}
+        self.client_info = dict(client_info)
         self.handlers = Handlers(elicitation, url_elicitation, sampling, roots)
         self.capabilities = self.handlers.capabilities()
         # Tasks extension (opt-in): the server may then answer tools/call with a task (see client/tasks.py)

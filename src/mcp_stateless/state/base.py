@@ -38,12 +38,18 @@ class StateUnavailable(McpError):
     (never hangs: every engine has bounded timeouts). The next request tries again."""
 
     def __init__(self, where: str, reason: str) -> None:
-        STATE_ERRORS[where.split(" ", 1)[0] or "state"] += 1
         super().__init__(
             INTERNAL_ERROR,
             f"State store unavailable ({where}): {reason}. The request was not completed; retry shortly.",
             {"retryable": True},
         )
+
+    @classmethod
+    def observed(cls, where: str, reason: str) -> StateUnavailable:
+        """The error for a failure an engine has just seen, counted in `STATE_ERRORS` (by the first word of
+        `where`) for the metrics exporter; building the error alone (a test, a message) counts nothing."""
+        STATE_ERRORS[where.split(" ", 1)[0] or "state"] += 1
+        return cls(where, reason)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -148,9 +148,9 @@ class PostgresConnection:
         try:
             return await asyncio.wait_for(run(), self.timeout_s * 3)
         except _DOWN as e:
-            raise StateUnavailable(self.where, str(e).strip() or type(e).__name__) from None
+            raise StateUnavailable.observed(self.where, str(e).strip() or type(e).__name__) from None
         except psycopg.errors.FeatureNotSupported as e:
-            raise StateUnavailable(self.where, str(e)) from None
+            raise StateUnavailable.observed(self.where, str(e)) from None
 
     async def aclose(self) -> None:
         pool, self._pool = self._pool, None
@@ -278,7 +278,7 @@ class PostgresBus:
         try:
             await asyncio.wait_for(live.wait(), self.conn.timeout_s * 2)
         except TimeoutError:
-            raise StateUnavailable(self.conn.where, "cannot listen on the bus") from None
+            raise StateUnavailable.observed(self.conn.where, "cannot listen on the bus") from None
 
     async def _deliver(self, raw: str) -> None:
         try:

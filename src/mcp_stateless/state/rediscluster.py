@@ -165,7 +165,7 @@ class RedisClusterConnection:
         try:
             return await asyncio.wait_for(run(), self.timeout_s * 3 + extra_s)
         except _DOWN as e:
-            raise StateUnavailable(self.where, str(e) or type(e).__name__) from None
+            raise StateUnavailable.observed(self.where, str(e) or type(e).__name__) from None
 
     async def write(self, key: str, script: str, keys: tuple[str, ...], args: tuple[Any, ...]) -> Any:
         """Run a write script on the key's slot; with `?wait=N`, also wait until N replicas have it."""
@@ -402,7 +402,7 @@ class RedisClusterBus:
         try:
             await asyncio.wait_for(self._event(self._channel(topic)).wait(), self.conn.timeout_s * 2)
         except TimeoutError:
-            raise StateUnavailable(self.conn.where, f"cannot subscribe to the bus topic {topic!r}") from None
+            raise StateUnavailable.observed(self.conn.where, f"cannot subscribe to the bus topic {topic!r}") from None
 
     def deliver(self, channel: str, data: bytes) -> None:
         deliver_framed(self._fanout, self._channel_prefix, self._origin, channel, data)

@@ -92,7 +92,7 @@ class RedisConnection:
         try:
             return await asyncio.wait_for(fn(self.client()), self.timeout_s * 3)
         except _DOWN as e:
-            raise StateUnavailable(self.where, str(e) or type(e).__name__) from None
+            raise StateUnavailable.observed(self.where, str(e) or type(e).__name__) from None
 
     async def aclose(self) -> None:
         client, self._client = self._client, None
@@ -219,7 +219,7 @@ class RedisBus:
         try:
             await asyncio.wait_for(live.wait(), self.conn.timeout_s * 2)
         except TimeoutError:
-            raise StateUnavailable(self.conn.where, "cannot subscribe to the bus") from None
+            raise StateUnavailable.observed(self.conn.where, "cannot subscribe to the bus") from None
 
     def _deliver(self, channel: bytes | str, data: bytes) -> None:
         name = channel.decode() if isinstance(channel, bytes) else channel

@@ -88,7 +88,7 @@ class SqliteDatabase:
             try:
                 return fn(self._connect())
             except sqlite3.OperationalError as e:
-                raise StateUnavailable(f"sqlite {self.path}", str(e)) from None
+                raise StateUnavailable.observed(f"sqlite {self.path}", str(e)) from None
 
     async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         executor = self._executor
