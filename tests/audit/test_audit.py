@@ -103,7 +103,9 @@ def _broken() -> list[Any]:
     servers = HERE / "servers"
     flows = HERE / "flows"
     return [
-        pytest.param(["--launch", serve(f"{servers}/mrtr_process_key.py:app"), "--instances", "3"], {},
+        # Its one MRTR tool is named delete_everything: the auditor calls it only when told to.
+        pytest.param(["--launch", serve(f"{servers}/mrtr_process_key.py:app"), "--instances", "3",
+                      "--call-tool", "delete_everything"], {},
                      {"mrtr.instances": 5, "mrtr.restart": "restart"}, "Seal requestState with a key every instance",
                      id="ours-per-process-mrtr-key"),
         pytest.param(["--launch", serve(f"{servers}/memory_handles.py:app"), "--instances", "3",
