@@ -47,14 +47,11 @@ def short_args(args: dict[str, Any]) -> str:
     return json.dumps(args, separators=(",", ":"))[:80]
 
 
-async def _ask(ctx: Context, reads: list[Call]) -> dict[Call, list[Exchange]]:
-    """Each read on every instance, in turn (instance 1 first)."""
+async def _ask(ctx: Context, reads: list[Call]) -> list[list[Exchange]]:
+    """Each read on every instance, in turn (instance 1 first): one list per read, in the order of `reads`."""
     t = ctx.target
-    out: dict[Call, list[Exchange]] = {}
-    for c in reads:
-        out[c] = [await t.send(call(c[0], c[1], caps={}), instance=i, timeout=ctx.options.call_timeout)
-                  for i in range(t.instances)]
-    return out
+    return [[await t.send(call(name, args, caps={}), instance=i, timeout=ctx.options.call_timeout)
+             for i in range(t.instances)] for name, args in reads]
 
 
 def _spread(exs: list[Exchange]) -> str:
@@ -88,16 +85,15 @@ async def state_through_results(ctx: Context) -> Outcome:
     before = await _ask(ctx, reads)
     again = await _ask(ctx, reads)
     stable = []
-    for c in reads:
-        exs = before[c] + again[c]
-        silent += [f"{_label(c)} on instance {x.instance + 1}: {x.outcome()}" for x in exs
+    for c, first, second in zip(reads, before, again, strict=True):
+        silent += [f"{_label(c)} on instance {x.instance + 1}: {x.outcome()}" for x in first + second
                    if answer(x)[0] == "nothing"]
-        if any(repr(answer(a)) != repr(answer(b)) for a, b in zip(before[c], again[c], strict=True)):
+        if any(repr(answer(a)) != repr(answer(b)) for a, b in zip(first, second, strict=True)):
             continue  # the same instance answers differently when nothing was called: not comparable
         stable.append(c)
-        if _differs(before[c]):
-            problems.append(f"before this check called anything, {_label(c)} answers {_spread(before[c])}")
-            evidence += before[c]
+        if _differs(first):
+            problems.append(f"before this check called anything, {_label(c)} answers {_spread(first)}")
+            evidence += first
     unstable = [_label(c) for c in reads if c not in stable]
     if not stable:
         return Outcome("warn", f"could not compare: {', '.join(unstable)} answer differently when asked twice "
@@ -106,17 +102,17 @@ async def state_through_results(ctx: Context) -> Outcome:
     made = [await t.send(call(w, caps={}), timeout=ctx.options.call_timeout) for w in writers]
     did = ", ".join(f"{x.request['params']['name']} (on instance {x.instance + 1})" for x in made if x.request)
     after = await _ask(ctx, stable)
-    for c in stable:
-        if _differs(after[c]):
-            problems.append(f"after calling {did or 'nothing'}, {_label(c)} answers {_spread(after[c])}")
-            evidence += [*made[-2:], *after[c]]
+    for c, exs in zip(stable, after, strict=True):
+        if _differs(exs):
+            problems.append(f"after calling {did or 'nothing'}, {_label(c)} answers {_spread(exs)}")
+            evidence += [*made[-2:], *exs]
 
     restarted = ""
     if t.can_restart:
         await t.restart("all")
         post = await _ask(ctx, stable)
-        for c in stable:
-            moved = [(a, b) for a, b in zip(after[c], post[c], strict=True) if repr(answer(a)) != repr(answer(b))]
+        for c, pre, now in zip(stable, after, post, strict=True):
+            moved = [(a, b) for a, b in zip(pre, now, strict=True) if repr(answer(a)) != repr(answer(b))]
             if moved:
                 where = "; ".join(f"instance {b.instance + 1}: {short(a)} before, {short(b)} after"
                                   for a, b in moved)
