@@ -103,7 +103,9 @@ def _broken() -> list[Any]:
     servers = HERE / "servers"
     flows = HERE / "flows"
     return [
-        pytest.param(["--launch", serve(f"{servers}/mrtr_process_key.py:app"), "--instances", "3"], {},
+        # Its one MRTR tool is named delete_everything: the auditor calls it only when told to.
+        pytest.param(["--launch", serve(f"{servers}/mrtr_process_key.py:app"), "--instances", "3",
+                      "--call-tool", "delete_everything"], {},
                      {"mrtr.instances": 5, "mrtr.restart": "restart"}, "Seal requestState with a key every instance",
                      id="ours-per-process-mrtr-key"),
         pytest.param(["--launch", serve(f"{servers}/memory_handles.py:app"), "--instances", "3",
@@ -128,6 +130,12 @@ def _broken() -> list[Any]:
         pytest.param(["--launch", serve(f"{servers}/tasks_memory.py:app"), "--instances", "3"], {},
                      {"tasks.instances": 8, "tasks.restart": "restart"}, "Keep task records in a store",
                      id="ours-tasks-in-process-memory"),
+        pytest.param(["--launch", serve(f"{servers}/counter.py:app"), "--instances", "2"], {},
+                     {"results.read-tools": 4}, "a read-only tool must answer the same whichever instance",
+                     id="ours-counter-per-process"),
+        pytest.param(["--stdio", serve(f"{servers}/counter.py:app", stdio=True)], {},
+                     {"results.read-tools": 4}, "a read-only tool must answer the same whichever instance",
+                     id="ours-counter-per-process-stdio"),
         pytest.param(["--stdio", f"{SDK_PY} {servers}/sdk_cached_caps.py"], {},
                      {"stateless.capabilities": 1}, "never cache them per connection, stdio process",
                      id="mcp-2.3.0-capabilities-cached-per-process"),
@@ -246,3 +254,32 @@ def test_instances_that_answer_differently_fail_stateless_instances(mode: str, h
     assert rc != 0
     assert re.fullmatch(r"instances answer the same request differently: tools/list: compared with instance 1, "
                         + how, check["finding"]), check["finding"]
+
+
+def test_a_counter_in_a_shared_sqlite_file_reads_the_same_everywhere(tmp_path: Path) -> None:
+    """The clean counterpart of counter.py's per-process counter: one SQLite file for both instances."""
+    app = f"{HERE / 'servers' / 'counter.py'}:app"
+    rc, rep, _ = audit(["--launch", serve(app), "--instances", "2"], tmp_path,
+                       {"COUNTER_DB": str(tmp_path / "counter.db")})
+    assert_clean(rc, rep)
+    assert by_status(rep, "pass")["results.read-tools"]["finding"] == (
+        "count answer the same on all 2 instance(s) before and after calling bump (on instance 1) and after a "
+        "restart of every instance")
+    called = {c["name"]: c["checks"] for c in rep["tools"]["called"]}
+    assert "results.read-tools" in called["count"] and "results.read-tools" in called["bump"]
+
+
+def test_a_read_tool_named_on_the_command_line_is_compared(tmp_path: Path) -> None:
+    """Without readOnlyHint, `count` is one more argument-free call; --read-tool makes it the reader."""
+    app = f"{HERE / 'servers' / 'counter.py'}:app"
+    args = ["--launch", serve(app), "--instances", "2", "--only", "results"]
+    _, rep, _ = audit(args, tmp_path, {"COUNTER_READONLY": "0"})
+    assert by_status(rep, "skip")["results.read-tools"]["finding"].startswith("skipped: no read-only tool")
+    rc, rep, _ = audit([*args, "--read-tool", "count"], tmp_path, {"COUNTER_READONLY": "0"})
+    [check] = [c for c in rep["checks"] if c["id"] == "results.read-tools"]
+    assert rc == 1 and check["status"] == "fail", check
+    assert re.fullmatch(
+        r"a read-only tool's answer depends on the instance or the process: after calling bump \(on instance "
+        r"(\d)\), count answers \{\"n\": ?1\} on instance \1; \{\"n\": ?0\} on instance \d \| a restart of every "
+        r"instance changed what count answers \(instance \1: \{\"n\": ?1\} before, \{\"n\": ?0\} after\)",
+        check["finding"]), check["finding"]

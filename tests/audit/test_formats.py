@@ -74,7 +74,15 @@ def _report() -> dict[str, Any]:
     ]
     rep = {"target": {"kind": "http", "description": "srv × 3", "instances": 3, "era": "modern",
                       "versions": ["2026-07-28"]},
-           "summary": {"pass": 1, "fail": 1, "warn": 0, "skip": 1, "seconds": 0.6, "ok": False}, "checks": checks}
+           "summary": {"pass": 1, "fail": 1, "warn": 0, "skip": 1, "seconds": 0.6, "ok": False},
+           "tools": {"called": [{"name": "status", "arguments": {}, "calls": 3, "instances": [1, 2],
+                                 "checks": ["stateless.history", "mrtr.instances"]},
+                                {"name": "add_to_cart", "arguments": {"cart": "c1", "sku": "x|y"}, "calls": 1,
+                                 "instances": [3], "checks": ["flow.cart.instances"]}],
+                     "skipped": [{"name": "drop_table", "reason": "its name suggests deletion ('drop' in "
+                                  "'drop_table') (name it with --call-tool to call it)"}],
+                     "answers": [{"answer": "elicitation decline", "count": 4}]},
+           "checks": checks}
     jsonschema.validate(rep, report_schema())
     return rep
 
@@ -85,6 +93,29 @@ def test_markdown_lists_every_check_and_the_fix_of_each_failure() -> None:
     assert "| ❌ | `flow.cart.instances` | step 4 (hidden state) | add_to_cart failed: no such cart |" in md
     assert "| ⏭️ | `stdio.cancel` | stdio test | skipped: stdio only |" in md
     assert "#### `flow.cart.instances` — Flow \\| cart" in md and "**Fix:** Keep carts in shared state." in md
+
+
+def test_markdown_lists_every_tool_called_with_its_arguments_and_every_tool_skipped() -> None:
+    md = to_markdown(_report())
+    assert "| `status` | `{}` | 3 | 1, 2 | stateless.history, mrtr.instances |" in md
+    assert '| `add_to_cart` | `{"cart": "c1", "sku": "x\\|y"}` | 1 | 3 | flow.cart.instances |' in md
+    assert ("| `drop_table` | its name suggests deletion ('drop' in 'drop_table') (name it with --call-tool to "
+            "call it) |") in md
+    assert "Answers given to the server's questions: elicitation decline × 4." in md
+
+
+def test_junit_carries_the_tools_as_suite_properties(tmp_path: Path) -> None:
+    path = tmp_path / "r.xml"
+    path.write_text(to_junit(_report()))
+    suite = next(iter(JUnitXml.fromfile(str(path))))
+    props = [(p.name, p.value) for p in suite.properties()]
+    assert props == [
+        ("tool.called", "status {} × 3 on instances 1, 2 (stateless.history, mrtr.instances)"),
+        ("tool.called", 'add_to_cart {"cart": "c1", "sku": "x|y"} × 1 on instance 3 (flow.cart.instances)'),
+        ("tool.skipped", "drop_table: its name suggests deletion ('drop' in 'drop_table') (name it with "
+                         "--call-tool to call it)"),
+        ("tool.answered", "elicitation decline × 4"),
+    ]
 
 
 def test_junit_is_read_by_a_junit_parser(tmp_path: Path) -> None:

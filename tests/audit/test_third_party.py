@@ -34,9 +34,11 @@ def test_the_python_sdk_everything_server_fails_only_listen_fan_out(tmp_path: Pa
         "envelope.result-type", "http.header-mismatch", "http.post-only", "http.session-id",
         "stateless.instances", "stateless.history", "stateless.capabilities", "mrtr.instances", "mrtr.restart",
         "broken.reconnect", "wire.schema"}
-    # ask_name sends no requestState, the SDK offers no tasks, no principal was given, stdio is a separate run.
+    # ask_name sends no requestState, the SDK offers no tasks, no principal was given, stdio is a separate run,
+    # and no tool is declared read-only (nor named by --read-tool).
     assert set(by_status(rep, "skip")) == {"auth.per-request", "mrtr.tampered-state", "tasks.instances",
-                                          "tasks.restart", "stdio.interleave", "stdio.cancel"}
+                                          "tasks.restart", "stdio.interleave", "stdio.cancel",
+                                          "results.read-tools"}
     assert rep["summary"]["seconds"] < 60
 
 

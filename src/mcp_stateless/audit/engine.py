@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .safety import skip_reason
 from .targets import Target
 from .wire import Exchange
 
@@ -76,6 +77,15 @@ class Options:
     listen_triggers: tuple[str, ...] = ()  # tools that change a list, for the listen check
     task_tool: tuple[str, dict[str, Any]] | None = None  # a call that becomes a task, for the tasks checks
     mrtr_tool: tuple[str, dict[str, Any]] | None = None  # a call that asks for input, for the mrtr checks
+    call_tools: frozenset[str] = frozenset()  # tools the auditor may call despite a deletion word or destructiveHint
+    read_tools: tuple[tuple[str, dict[str, Any]], ...] = ()  # read-only calls, for results.read-tools
+    answers: dict[str, Any] = field(default_factory=dict)  # an input request's key → the answer to give
+
+    def named(self) -> frozenset[str]:
+        """Every tool an option names: calling those is the user's decision, not the auditor's."""
+        names = set(self.call_tools) | {n for n, _ in self.read_tools} | set(self.listen_triggers)
+        names |= {c[0] for c in (self.mrtr_tool, self.task_tool) if c is not None}
+        return frozenset(names)
 
 
 @dataclass
@@ -85,22 +95,34 @@ class Context:
     profile: Profile = field(default_factory=Profile)
     flows: list[Any] = field(default_factory=list)
 
+    def named_tools(self) -> frozenset[str]:
+        """The tools an option or a flow names."""
+        steps = (s for f in self.flows for s in getattr(f, "steps", ()))
+        return self.options.named() | {s.call for s in steps if getattr(s, "call", None)}
+
+    def skip_reason(self, tool: dict[str, Any]) -> str | None:
+        """Why the auditor will not call `tool` with no arguments on its own (safety.skip_reason), or None."""
+        if not self.options.calls:
+            return "tool calls are off (--no-calls)"
+        return skip_reason(tool, named=self.named_tools(), exclude=self.options.exclude)
+
     def probe_tools(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Tools the auditor may call to stand for "unrelated earlier calls": no required arguments, not
-        declared destructive, not excluded, at most `max_probe_tools`."""
-        if not self.options.calls:
-            return []
+        declared destructive nor named like a deletion (unless an option names them), not excluded, at most
+        `max_probe_tools`."""
+        out = [t for t in self.profile.tools if self.skip_reason(t) is None]
+        return out[: limit or self.options.max_probe_tools]
+
+    def skipped_tools(self) -> list[dict[str, str]]:
+        """Every listed tool the audit did not call, and why."""
+        called = self.target.ledger.names()
         out = []
         for t in self.profile.tools:
-            schema = t.get("inputSchema") or {}
-            ann = t.get("annotations") or {}
-            task = ((t.get("execution") or {}).get("taskSupport"))
-            if schema.get("required") or ann.get("destructiveHint") is True or task == "required":
+            name = str(t.get("name", ""))
+            if name in called:
                 continue
-            if t.get("name") in self.options.exclude:
-                continue
-            out.append(t)
-        return out[: limit or self.options.max_probe_tools]
+            out.append({"name": name, "reason": self.skip_reason(t) or "no check that ran needed it"})
+        return out
 
 
 def unmet(check: Check, ctx: Context) -> str | None:
@@ -123,6 +145,7 @@ def unmet(check: Check, ctx: Context) -> str | None:
 
 async def run_check(check: Check, ctx: Context) -> Result:
     start = time.monotonic()
+    ctx.target.ledger.check = check.id
     reason = unmet(check, ctx)
     if reason is not None:
         outcome = Outcome("skip", f"skipped: {reason}")

@@ -19,7 +19,9 @@ STEP_NAMES = {
 }
 
 
-def report(target: Target, profile: Profile, results: list[Result], seconds: float) -> dict[str, Any]:
+def report(target: Target, profile: Profile, results: list[Result], seconds: float,
+           tools: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`tools`: what the audit did to the server's tools (`called`, `skipped`, `answers`)."""
     counts = {s: sum(r.status == s for r in results) for s in ("pass", "fail", "warn", "skip")}
     t: dict[str, Any] = {"kind": target.kind, "description": target.description, "instances": target.instances,
                          "era": profile.era, "versions": profile.versions}
@@ -28,7 +30,26 @@ def report(target: Target, profile: Profile, results: list[Result], seconds: flo
     if profile.server_info:
         t["serverInfo"] = profile.server_info
     return {"target": t, "summary": {**counts, "seconds": round(seconds, 3), "ok": counts["fail"] == 0},
+            "tools": {"called": [], "skipped": [], "answers": [], **(tools or {})},
             "checks": [asdict(r) for r in results]}
+
+
+def call_line(c: dict[str, Any]) -> str:
+    """`status {} × 6 on instances 1, 2, 3 (stateless.history, mrtr.instances)`."""
+    args = json.dumps(c["arguments"], ensure_ascii=False, separators=(", ", ": "))
+    where = ", ".join(map(str, c["instances"]))
+    checks = f" ({', '.join(c['checks'])})" if c["checks"] else ""
+    return f"{c['name']} {args} × {c['calls']} on instance{'s' if len(c['instances']) > 1 else ''} {where}{checks}"
+
+
+def tool_lines(rep: dict[str, Any]) -> list[str]:
+    """The report's `tools` as plain lines: what was called with what, what was skipped and why, and
+    every answer given to the server's questions."""
+    t = rep.get("tools") or {}
+    out = [f"called: {call_line(c)}" for c in t.get("called", [])]
+    out += [f"skipped: {s['name']}: {s['reason']}" for s in t.get("skipped", [])]
+    out += [f"answered: {a['answer']} × {a['count']}" for a in t.get("answers", [])]
+    return out or ["no tool called"]
 
 
 def report_schema() -> dict[str, Any]:
@@ -56,6 +77,21 @@ def to_markdown(rep: dict[str, Any]) -> str:
              "", "| | check | where | finding |", "|---|---|---|---|"]
     for c in rep["checks"]:
         lines.append(f"| {_ICON[c['status']]} | `{c['id']}` | {step_label(c['step'])} | {_md(c['finding'])} |")
+    tools = rep.get("tools") or {}
+    lines += ["", "#### Tools", ""]
+    if tools.get("called"):
+        lines += ["| called | arguments | calls | instances | by |", "|---|---|---|---|---|"]
+        for c in tools["called"]:
+            lines.append(f"| `{_md(c['name'])}` | `{_md(json.dumps(c['arguments'], ensure_ascii=False))}` | "
+                         f"{c['calls']} | {', '.join(map(str, c['instances']))} | {_md(', '.join(c['checks']))} |")
+    else:
+        lines.append("No tool was called.")
+    if tools.get("skipped"):
+        lines += ["", "| skipped | why |", "|---|---|"]
+        lines += [f"| `{_md(s['name'])}` | {_md(s['reason'])} |" for s in tools["skipped"]]
+    if tools.get("answers"):
+        lines += ["", "Answers given to the server's questions: "
+                  + ", ".join(f"{_md(a['answer'])} × {a['count']}" for a in tools["answers"]) + "."]
     failing = [c for c in rep["checks"] if c["status"] in ("fail", "warn") and (c["fix"] or c["evidence"])]
     for c in failing:
         lines += ["", f"#### `{c['id']}` — {_md(c['title'])}", "", c["finding"]]
@@ -72,6 +108,11 @@ def to_junit(rep: dict[str, Any]) -> str:
     suites = ET.Element("testsuites", name="mcp-stateless audit")
     suite = ET.SubElement(suites, "testsuite", name=rep["target"]["description"], tests=str(len(rep["checks"])),
                           failures=str(s["fail"]), errors="0", skipped=str(s["skip"]), time=str(s["seconds"]))
+    # What the audit did to the server's tools, as suite properties (a CI viewer shows them with the run).
+    props = ET.SubElement(suite, "properties")
+    for line in tool_lines(rep):
+        kind, _, value = line.partition(": ")
+        ET.SubElement(props, "property", name=f"tool.{kind}" if value else "tool.none", value=value or line)
     for c in rep["checks"]:
         case = ET.SubElement(suite, "testcase", name=c["id"], classname=f"audit.{step_label(c['step'])}",
                              time=str(c["seconds"]))
@@ -87,4 +128,4 @@ def to_junit(rep: dict[str, Any]) -> str:
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
 
 
-__all__ = ["report", "report_schema", "step_label", "to_junit", "to_markdown"]
+__all__ = ["call_line", "report", "report_schema", "step_label", "to_junit", "to_markdown", "tool_lines"]

@@ -35,4 +35,5 @@ async def audit(target: Target, *, flows: Sequence[Flow] = (), options: Options 
         results = await run_checks(checks, ctx, progress)
     finally:
         await target.aclose()
-    return report(target, ctx.profile, results, time.monotonic() - start)
+    tools = {**target.ledger.to_json(), "skipped": ctx.skipped_tools()}
+    return report(target, ctx.profile, results, time.monotonic() - start, tools)

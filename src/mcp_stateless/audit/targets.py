@@ -30,6 +30,7 @@ from ..client.channels import StdioChannel
 from ..client.errors import ChannelError, ClientError
 from ..client.http11 import HttpError, HttpUrl, Pool
 from ..protocol.sse import decode_messages, iter_messages
+from .ledger import Ledger
 from .proxy import INSTANCE, TAG, RoundRobinProxy
 from .wire import Exchange, Message, headers_for
 
@@ -63,8 +64,10 @@ class Recorder:
 
     def __init__(self) -> None:
         self.recorded: list[Exchange] = []
+        self.ledger = Ledger()
 
     def record(self, ex: Exchange) -> Exchange:
+        self.ledger.note(ex.request, ex.instance)  # unbounded by RECORD_MAX: the report lists every call
         if len(self.recorded) < RECORD_MAX:
             self.recorded.append(ex)
         return ex
@@ -134,6 +137,7 @@ class Target(Protocol):
     principals: dict[str, str]
     last_instance: int
     recorded: list[Exchange]
+    ledger: Ledger
 
     @property
     def url(self) -> str | None:
@@ -285,6 +289,7 @@ class HttpTarget(Recorder):
         """POST `message` on a connection of its own and keep reading its response until the block ends
         (closing the connection is how HTTP ends a listen)."""
         self.last_instance = instance
+        self.ledger.note(message, instance)
         headers = self.headers(message, None, None)
         st = Stream(Exchange(message, "POST", headers, instance))
         pool = Pool(max_idle=0)
@@ -530,6 +535,7 @@ class StdioTarget(Recorder):
     async def stream(self, message: Message, instance: int = 0) -> AsyncIterator[Stream]:
         """The request on the main process; leaving the block sends notifications/cancelled for it."""
         st = Stream(Exchange(message, "stdio"))
+        self.ledger.note(message, 0)
         ex = await self.chan.exchange(message)
 
         async def source() -> AsyncIterator[Message]:

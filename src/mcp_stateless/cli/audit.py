@@ -40,6 +40,16 @@ def register(sub: Any) -> None:
     p.add_argument("--only", action="append", default=[], metavar="ID", help="run only these checks (or id prefixes)")
     p.add_argument("--no-calls", action="store_true", help="never call tools (only lists, discovery, envelopes)")
     p.add_argument("--exclude-tool", action="append", default=[], metavar="NAME", help="never call this tool")
+    p.add_argument("--call-tool", action="append", default=[], metavar="NAME",
+                   help="an argument-free tool the auditor may call although its name or description suggests "
+                        "deletion or it is annotated destructiveHint: true (skipped by default)")
+    p.add_argument("--read-tool", action="append", default=[], metavar="NAME[=JSON]",
+                   help="a read-only call (arguments as a JSON object) for the state-through-results check, "
+                        "besides the tools annotated readOnlyHint: true")
+    p.add_argument("--answer", action="append", default=[], metavar="KEY=JSON",
+                   help="the answer to give to a server's question (an MRTR inputRequests key), e.g. "
+                        "'confirm={\"action\": \"accept\", \"content\": {\"ok\": true}}'; without one, every "
+                        "elicitation and sampling request is declined")
     p.add_argument("--listen-trigger", action="append", default=[], metavar="TOOL",
                    help="an argument-free tool that changes a list, for the listen check (default: every "
                         "argument-free tool)")
@@ -80,6 +90,20 @@ def _call_spec(spec: str | None, option: str) -> tuple[str, dict[str, Any]] | No
     return name, arguments
 
 
+def _answers(items: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        try:
+            value = json.loads(raw) if sep else None
+        except ValueError as e:
+            raise CliError(f"--answer {item!r}: the answer is not JSON ({e})") from None
+        if not key or not isinstance(value, dict):
+            raise CliError(f"--answer takes KEY=JSON-OBJECT, not {item!r}")
+        out[key] = value
+    return out
+
+
 def _target(args: argparse.Namespace) -> Any:
     from ..audit import HttpTarget, LaunchedTarget, StdioTarget, TargetError
 
@@ -108,7 +132,11 @@ class _Plain:
             print(f"{result.status.upper():4} {check.id}: {result.finding}", file=self.out, flush=True)
 
     def close(self, rep: dict[str, Any]) -> None:
+        from ..audit.report import tool_lines
+
         s = rep["summary"]
+        for line in tool_lines(rep):
+            print(f"TOOL {line}", file=self.out)
         print(f"{s['pass']} passed, {s['fail']} failed, {s['warn']} warnings, {s['skip']} skipped "
               f"in {s['seconds']} s", file=self.out)
 
@@ -136,26 +164,37 @@ class _Live:
             self.progress.advance(self.task)
 
     def close(self, rep: dict[str, Any]) -> None:
-        from rich.markup import escape
-        from rich.table import Table
-
-        from ..audit.report import step_label
-
         self.progress.stop()
-        s = rep["summary"]
-        table = Table(title=f"{rep['target']['description']} — era {rep['target']['era']}", expand=True)
-        for col, kw in (("status", {"no_wrap": True}), ("check", {"no_wrap": True}), ("where", {}),
-                        ("finding", {"ratio": 1})):
-            table.add_column(col, **kw)
-        for c in rep["checks"]:
-            st = self.STYLE[c["status"]]
-            table.add_row(f"[{st}]{c['status']}[/]", escape(c["id"]), step_label(c["step"]), escape(c["finding"]))
-        self.console.print(table)
-        for c in rep["checks"]:
-            if c["status"] == "fail" and c["fix"]:
-                self.console.print(f"[bold red]{escape(c['id'])}[/] fix: {escape(c['fix'])}")
-        self.console.print(f"{s['pass']} passed, {s['fail']} failed, {s['warn']} warnings, {s['skip']} skipped "
-                           f"in {s['seconds']} s")
+        render(self.console, rep)
+
+
+def render(console: Any, rep: dict[str, Any]) -> None:
+    """The report for a terminal of any width (80 columns included): a heading line per check (status, id,
+    where it belongs) with its finding on lines of its own below, wrapped at the console's width (a long
+    word folded, never cut off); then the fix of every failure, the tools called and skipped, the summary."""
+    from rich.padding import Padding
+    from rich.text import Text
+
+    from ..audit.report import step_label, tool_lines
+
+    def block(text: str, style: str = "") -> Padding:
+        return Padding(Text(text, style=style, overflow="fold"), (0, 0, 0, 6))
+
+    t, s = rep["target"], rep["summary"]
+    console.print(Text(f"{t['description']} — era {t['era']}", style="bold", overflow="fold"))
+    for c in rep["checks"]:
+        st = _Live.STYLE[c["status"]]
+        head = Text.assemble((f"{c['status'].upper():<5} ", st), (c["id"], "bold"), f"  {step_label(c['step'])}")
+        head.overflow = "fold"
+        console.print(head)
+        console.print(block(c["finding"], "dim" if c["status"] == "skip" else ""))
+        if c["status"] == "fail" and c["fix"]:
+            console.print(block(f"fix: {c['fix']}", "red"))
+    console.print(Text("tools", style="bold"))
+    for line in tool_lines(rep):
+        console.print(Padding(Text(line, overflow="fold"), (0, 0, 0, 2)))
+    console.print(Text(f"{s['pass']} passed, {s['fail']} failed, {s['warn']} warnings, {s['skip']} skipped "
+                       f"in {s['seconds']} s", overflow="fold"))
 
 
 def _write(dest: str, text: str) -> None:
@@ -203,9 +242,11 @@ def run(args: argparse.Namespace) -> int:
     except FlowError as e:
         raise CliError(str(e)) from None
     target = _target(args)
+    read_tools = tuple(spec for spec in (_call_spec(r, "--read-tool") for r in args.read_tool) if spec)
     options = Options(calls=not args.no_calls, exclude=frozenset(args.exclude_tool), call_timeout=args.timeout,
                       listen_triggers=tuple(args.listen_trigger), task_tool=_call_spec(args.task_tool, "--task-tool"),
-                      mrtr_tool=_call_spec(args.mrtr_tool, "--mrtr-tool"))
+                      mrtr_tool=_call_spec(args.mrtr_tool, "--mrtr-tool"), call_tools=frozenset(args.call_tool),
+                      read_tools=read_tools, answers=_answers(args.answer))
     view: _Plain | _Live | None = None
     if not args.quiet:
         try:

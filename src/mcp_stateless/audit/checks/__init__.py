@@ -4,10 +4,9 @@ schema check last (it reads every message the others received)."""
 from __future__ import annotations
 
 from ..engine import Check
-from . import broken, envelope, era, listen, mrtr, schema, stateless, stdio, tasks
+from . import broken, envelope, era, listen, mrtr, results, schema, stateless, stdio, tasks
 
-CHECKS: tuple[Check, ...] = (*era.CHECKS, *envelope.CHECKS, *stateless.CHECKS, *mrtr.CHECKS, *listen.CHECKS,
-                             *tasks.CHECKS, *broken.CHECKS,
-                             *stdio.CHECKS, *schema.CHECKS)
+CHECKS: tuple[Check, ...] = (*era.CHECKS, *envelope.CHECKS, *stateless.CHECKS, *results.CHECKS, *mrtr.CHECKS,
+                             *listen.CHECKS, *tasks.CHECKS, *broken.CHECKS, *stdio.CHECKS, *schema.CHECKS)
 
 __all__ = ["CHECKS"]

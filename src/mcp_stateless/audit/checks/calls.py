@@ -1,14 +1,15 @@
 """Calls the checks share: what an answer amounts to when two are compared, and MRTR rounds driven to the
-end with valid input (the auditor plays the model and the file system; as the user it declines every
-elicitation)."""
+end (the auditor plays the file system; as the user and the model it declines, unless an answer was
+given for the question)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine import Context
+from ..ledger import Ledger
 from ..wire import FULL_CAPS, Exchange, Message, comparable, excerpt, modern
 
 MAX_ROUNDS = 6
@@ -36,18 +37,40 @@ def short(ex: Exchange) -> str:
     return excerpt(comparable(res), 160)
 
 
-def input_response(request: dict[str, Any]) -> dict[str, Any]:
-    """The auditor's answer to a server->client request. An elicitation is always declined: it may be "Really
-    delete everything?", and a probe must never consent on a user's behalf (a declined round still exercises
-    requestState and the retry on another instance, which is what the checks need). A sampling request gets a
-    fixed model answer (no user consent is involved), a roots request a scratch root."""
+DECLINED_SAMPLING = "sampling declined (left unanswered)"
+
+
+def input_response(key: str, request: dict[str, Any], answers: Mapping[str, Any] | None = None) -> Any | None:
+    """The auditor's answer to one server->client request, or None to leave it unanswered. An answer given
+    for this key (`--answer KEY=JSON`) is sent as it is. Otherwise an elicitation is declined: it may be
+    "Really delete everything?", and a probe must never consent on a user's behalf (a declined round still
+    exercises requestState and the retry on another instance, which is what the checks need). A sampling
+    request is declined too: a made-up model answer could be what the server acts on. MRTR has no
+    refusal for sampling, so the answer is left out, and the server asks again or gives up (a spec SHOULD:
+    re-ask when a required answer is missing). A roots request gets a scratch root, which exposes nothing."""
+    if answers and key in answers:
+        return answers[key]
     method = request.get("method")
     if method == "elicitation/create":
         return {"action": "decline"}
     if method == "sampling/createMessage":
-        return {"role": "assistant", "content": {"type": "text", "text": "audit"}, "model": "mcp-stateless-audit",
-                "stopReason": "endTurn"}
+        return None
     return {"roots": [{"uri": "file:///tmp/mcp-audit", "name": "audit"}]}
+
+
+def input_responses(requests: Mapping[str, Any], answers: Mapping[str, Any] | None = None,
+                    ledger: Ledger | None = None) -> dict[str, Any]:
+    """Every answer the auditor gives to `requests` (an `inputRequests` map); a left-out one is noted."""
+    out = {}
+    for k, v in requests.items():
+        if not isinstance(v, dict):
+            continue
+        got = input_response(k, v, answers)
+        if got is not None:
+            out[k] = got
+        elif ledger is not None:
+            ledger.answer(DECLINED_SAMPLING)
+    return out
 
 
 def call(tool: str, arguments: dict[str, Any] | None = None, caps: dict[str, Any] | None = None,
@@ -56,11 +79,13 @@ def call(tool: str, arguments: dict[str, Any] | None = None, caps: dict[str, Any
                   caps=FULL_CAPS if caps is None else caps)
 
 
-def retry_of(first: Message, res: dict[str, Any], state: str | None = None) -> Message:
+def retry_of(first: Message, res: dict[str, Any], state: str | None = None, *,
+             ctx: Context | None = None) -> Message:
     """The retry of an MRTR round: the original params, the answers, the state echoed unchanged."""
     params = {k: v for k, v in first["params"].items() if k not in ("_meta", "inputResponses", "requestState")}
     reqs = res.get("inputRequests") or {}
-    params["inputResponses"] = {k: input_response(v) for k, v in reqs.items() if isinstance(v, dict)}
+    answers, ledger = (ctx.options.answers, ctx.target.ledger) if ctx is not None else (None, None)
+    params["inputResponses"] = input_responses(reqs if isinstance(reqs, dict) else {}, answers, ledger)
     if state is not None:
         params["requestState"] = state
     elif "requestState" in res:
@@ -100,7 +125,7 @@ async def run_rounds(ctx: Context, first: Message, *, between: Between | None = 
             break
         if between is not None:
             await between(n + 1)
-        msg = retry_of(first, res)
+        msg = retry_of(first, res, ctx=ctx)
     return out
 
 
@@ -117,7 +142,7 @@ async def completes_alone(ctx: Context, tool: str, args: dict[str, Any]) -> bool
             if res is None or res.get("resultType") != "input_required":
                 done = res is not None and res.get("resultType") == "complete" and not res.get("isError")
                 break
-            msg = retry_of(first, res)
+            msg = retry_of(first, res, ctx=ctx)
         ctx.profile.mrtr_completes_alone = done
     return ctx.profile.mrtr_completes_alone
 

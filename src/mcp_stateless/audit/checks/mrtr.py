@@ -113,7 +113,7 @@ async def tampered(ctx: Context) -> Outcome:
         probes.insert(0, (f"forged (decoded, a member {FORGED_MEMBER!r} added, encoded again)", forged))
     evidence = [ex]
     for what, bad in probes:
-        retry = await ctx.target.send(retry_of(first, res, bad), instance=0, timeout=ctx.options.call_timeout)
+        retry = await ctx.target.send(retry_of(first, res, bad, ctx=ctx), instance=0, timeout=ctx.options.call_timeout)
         evidence.append(retry)
         out = retry.result or {}
         if retry.error_code is None and out.get("resultType") != "input_required":

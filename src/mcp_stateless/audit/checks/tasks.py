@@ -11,7 +11,7 @@ from typing import Any
 from ...protocol.tasks import EXTENSION_ID
 from ..engine import Check, Context, Outcome
 from ..wire import FULL_CAPS, Exchange, modern
-from .calls import call, input_response, run_rounds
+from .calls import call, input_responses, run_rounds
 
 TASK_CAPS: dict[str, Any] = {**FULL_CAPS, "extensions": {EXTENSION_ID: {}}}
 TERMINAL = ("completed", "failed", "cancelled")
@@ -69,10 +69,11 @@ async def poll(ctx: Context, task_id: str, *, feed: bool = True) -> tuple[Exchan
         if last.result is None or status in TERMINAL or time.monotonic() > deadline:
             break
         if feed and status == "input_required":
-            todo = {k: input_response(v) for k, v in (res.get("inputRequests") or {}).items()
-                    if k not in answered and isinstance(v, dict)}
+            asked = res.get("inputRequests") if isinstance(res.get("inputRequests"), dict) else {}
+            pending = {k: v for k, v in (asked or {}).items() if k not in answered}
+            answered |= set(pending)  # a question left unanswered (sampling) is not asked about again
+            todo = input_responses(pending, ctx.options.answers, t.ledger)
             if todo:
-                answered |= set(todo)
                 seen.append(await t.send(_tasks("tasks/update", task_id, inputResponses=todo),
                                          timeout=ctx.options.call_timeout))
         interval = res.get("pollIntervalMs")
