@@ -397,8 +397,8 @@ def measure(rounds: int, duration: float, warmup: float, variants: tuple[str, ..
                 res = {"error": f"{type(e).__name__}: {e}"[:400]}
             runs[v].append(res)
             if "rps" in res:
-                cpu = ", ".join(f"{k} {res[k + '_cpu_us_per_call']:.0f} µs CPU/call" for k in ("bridge", "upstream")
-                                if k + "_cpu_us_per_call" in res)
+                cpu = ", ".join(f"{who} {res[who + '_cpu_us_per_call']:.0f} µs CPU/call"
+                                for who in ("bridge", "upstream") if who + "_cpu_us_per_call" in res)
                 say(f"bridge {v} round {r + 1}: {res['rps']:,.0f}/s, {cpu}, p50 {res['p50_ms']:.2f} ms, "
                     f"p99 {res['p99_ms']:.2f} ms, {res['errors']} errors")
             else:
@@ -410,10 +410,10 @@ def measure(rounds: int, duration: float, warmup: float, variants: tuple[str, ..
                   "p50_ms": median([x["p50_ms"] for x in ok]), "p99_ms": median([x["p99_ms"] for x in ok]),
                   "errors": sum(x.get("errors", 0) for x in ok),
                   "failures": [x["error"] for x in rs if "error" in x]}
-        for k in ("bridge_cpu_us_per_call", "upstream_cpu_us_per_call"):
-            if any(k in x for x in ok):
-                out[v][k] = median([x[k] for x in ok if k in x])
-                out[v][k + "_all"] = [round(x[k]) for x in ok if k in x]
+        for name in ("bridge_cpu_us_per_call", "upstream_cpu_us_per_call"):
+            if any(name in x for x in ok):
+                out[v][name] = median([x[name] for x in ok if name in x])
+                out[v][name + "_all"] = [round(x[name]) for x in ok if name in x]
     for v, base in BASELINE.items():
         if v in out and base in out:
             a, b = runs[v], runs[base]
