@@ -13,6 +13,8 @@ Sections (all by default):
   cluster  1/2/4 instances behind nginx with Redis state (when deploy/nginx.conf and the Redis state exist)
   legacy   2025-era sessions (initialize, initialized, tools/list, tools/call, DELETE): ours vs mcp's stateful
            path under both stacks, and the RSS an idle legacy session costs each
+  bridge   `mcp-stateless bridge` in front of the TS SDK 1.x everything server vs calling it directly, over its
+           Streamable HTTP and over stdio (bench/bridge_bench.py, also runnable alone)
 
 Servers run pinned to core 0, load generators to core 1 (taskset); targets are interleaved over rounds
 and each run starts a fresh server; the table shows medians. Every server is stopped by its pid.
@@ -43,6 +45,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
+import bridge_bench  # noqa: E402
 import loadgen  # noqa: E402
 import wire  # noqa: E402
 
@@ -687,6 +690,9 @@ def report(results: dict[str, Any]) -> str:
             add(f"| {t} | {d['sessions']:,} | {d['rss_before_kb'] / 1024:.1f} | {d['rss_after_kb'] / 1024:.1f} | "
                 f"{d['kb_per_session']:.1f} |")
         add("")
+    if "bridge" in results:
+        for line in bridge_bench.report(results["bridge"], results["rounds"]):
+            add(line)
     add("## Targets")
     add("")
     for name, ok, detail in targets_met(results):
@@ -757,7 +763,11 @@ def targets_met(results: dict[str, Any]) -> Iterator[tuple[str, bool | None, str
         yield "10k listen streams", None, "not measured"
 
 
-SECTIONS = ("check", "http", "sse", "auth", "stdio", "memory", "listen", "client", "cluster", "legacy")
+SECTIONS = ("check", "http", "sse", "auth", "stdio", "memory", "listen", "client", "cluster", "legacy", "bridge")
+
+
+def section_bridge(cfg: argparse.Namespace, results: dict[str, Any]) -> None:
+    results["bridge"] = bridge_bench.measure(cfg.rounds, cfg.duration, cfg.warmup, say=log)
 
 
 def main() -> None:
@@ -811,6 +821,7 @@ def main() -> None:
         try:
             {"check": section_check, "auth": section_auth, "stdio": section_stdio, "memory": section_memory,
              "listen": section_listen, "client": section_client, "cluster": section_cluster, "legacy": section_legacy,
+             "bridge": section_bridge,
              "http": lambda c, r: section_http(c, r, sse=False),
              "sse": lambda c, r: section_http(c, r, sse=True)}[s](cfg, results)
         except Exception as e:

@@ -169,7 +169,8 @@ def percentile(sorted_vals: list[float], q: float) -> float:
 
 
 async def run(host: str, port: int, reqs: list[bytes], conns: int, duration: float, warmup: float,
-              max_requests: int, expect: bytes, pid: int | None) -> dict[str, Any]:
+              max_requests: int, expect: bytes, pid: int | None,
+              extra_pids: list[int] | None = None) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
     stats = Stats()
     stats.peer = (host, port)
@@ -183,6 +184,7 @@ async def run(host: str, port: int, reqs: list[bytes], conns: int, duration: flo
         transports.append(tr)
     await asyncio.sleep(warmup)
     cpu0 = cpu_seconds(pid) if pid else 0.0
+    extra0 = [cpu_seconds(x) for x in extra_pids or ()]
     t0 = time.perf_counter()
     stats.recording = True
     deadline = t0 + duration
@@ -191,6 +193,7 @@ async def run(host: str, port: int, reqs: list[bytes], conns: int, duration: flo
     stats.recording = False
     elapsed = time.perf_counter() - t0
     cpu1 = cpu_seconds(pid) if pid else 0.0
+    extra1 = [cpu_seconds(x) for x in extra_pids or ()]
     done = stats.done
     stats.stop = True
     await asyncio.wait(waiters, timeout=5)
@@ -210,6 +213,10 @@ async def run(host: str, port: int, reqs: list[bytes], conns: int, duration: flo
         out["server_cpu_s"] = cpu1 - cpu0
         out["cpu_us_per_call"] = (cpu1 - cpu0) / done * 1e6 if done else float("nan")
         out["rss_kb"] = rss_kb(pid)
+    if extra_pids:
+        # Processes behind the server (a bridge's upstream): their CPU per call in the same window.
+        out["extra_cpu_us_per_call"] = {str(x): (b - a) / done * 1e6 if done else float("nan")
+                                        for x, a, b in zip(extra_pids, extra0, extra1, strict=True)}
     if stats.first_error is not None:
         out["first_error"] = stats.first_error.decode("latin-1")
     return out
@@ -226,6 +233,8 @@ def main() -> None:
     p.add_argument("--max-requests", type=int, default=10**9)
     p.add_argument("--expect", default='"hi"')
     p.add_argument("--pid", type=int)
+    p.add_argument("--extra-pid", type=int, action="append", default=[],
+                   help="another process whose CPU per call to report too (repeatable)")
     a = p.parse_args()
     reqs = read_requests(a.requests)
     try:
@@ -235,7 +244,7 @@ def main() -> None:
     except ImportError:
         runner = asyncio.run
     res = runner(run(a.host, a.port, reqs, a.conns, a.duration, a.warmup, a.max_requests,
-                     a.expect.encode(), a.pid))
+                     a.expect.encode(), a.pid, a.extra_pid))
     json.dump(res, sys.stdout)
     sys.stdout.write("\n")
 

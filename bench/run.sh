@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole benchmark in one command:   bash bench/run.sh [--quick] [any `python -m bench` option]
 # Installs what it needs first (idempotent): wrk (Debian), and the peers' venv with mcp==2.3.0 and
-# fastmcp==4.1.6 under the same uvicorn/httptools/uvloop/h11 versions as ours.
+# fastmcp==4.2.3 under the same uvicorn/httptools/uvloop/h11 versions as ours.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PEERS=${BENCH_PEERS_VENV:-.cache/venv-bench-peers}
@@ -21,7 +21,7 @@ import importlib.metadata as m
 print(" ".join(f"{n}=={m.version(n)}" for n in ("uvicorn", "httptools", "uvloop", "h11", "orjson")))
 PYEOF
 )
-want="mcp==2.3.0 fastmcp==4.1.6 $pins"
+want="mcp==2.3.0 fastmcp==4.2.3 $pins"
 stamp="$PEERS/.bench-installed"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     echo "installing the peers into $PEERS: $want" >&2
