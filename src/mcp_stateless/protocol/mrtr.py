@@ -133,7 +133,7 @@ class StateContext:
             return NotImplemented
         return (self.principal, self.method, self.digest) == (other.principal, other.method, other.digest)
 
-    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it replaces
+    __hash__ = None  # type: ignore[assignment]  # mutable: equal by value, never a dict key
 
 
 def seal(ring: KeyRing, ctx: StateContext, payload: Any, ttl_s: float, now: float | None = None) -> str:

@@ -32,6 +32,7 @@ class Principal:
     expires_at: float | None = None
 
     def has_scopes(self, needed: frozenset[str] | set[str] | tuple[str, ...]) -> bool:
+        """The one scope rule: every one of `needed` is granted (all of them, not any; none needed: True)."""
         return self.scopes.issuperset(needed)  # perf: one C call, it runs on every authenticated request
 
 

@@ -120,13 +120,12 @@ class Dispatcher:
                  describe: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
         """A list page of what the caller's scopes allow. A list that depends on the caller's scopes
         is marked ``cacheScope: "private"``: a shared cache must not hand it to another principal."""
-        have = call.principal.scopes
         scoped = False
         shown: list[dict[str, Any]] = []
         for entry in entries:
             if entry.scopes:
                 scoped = True
-                if not entry.scopes <= have:
+                if not call.principal.has_scopes(entry.scopes):
                     continue
             shown.append(describe(entry))
         result = self._page(kind, req, shown)
@@ -158,7 +157,7 @@ class Dispatcher:
         tool = app.catalog.tools.get(name)
         if tool is None:
             raise McpError(errors.INVALID_PARAMS, f"Unknown tool: {name}", {"name": name})
-        if tool.scopes and not tool.scopes <= call.principal.scopes:
+        if tool.scopes and not call.principal.has_scopes(tool.scopes):
             raise InsufficientScope(f"tool {name}", tool.scopes)
         arguments = params.get("arguments")
         if arguments is None:
@@ -190,7 +189,7 @@ class Dispatcher:
         prompt = app.catalog.prompts.get(name) if isinstance(name, str) else None
         if prompt is None:
             raise McpError(errors.INVALID_PARAMS, f"Unknown prompt: {name}", {"name": name})
-        if prompt.scopes and not prompt.scopes <= call.principal.scopes:
+        if prompt.scopes and not call.principal.has_scopes(prompt.scopes):
             raise InsufficientScope(f"prompt {prompt.name}", prompt.scopes)
         args = params.get("arguments") or {}
         if not isinstance(args, dict) or not all(isinstance(v, str) for v in args.values()):
@@ -230,7 +229,7 @@ class Dispatcher:
         if found is None:
             raise McpError(errors.INVALID_PARAMS, "Resource not found", data)
         res, variables = found
-        if res.scopes and not res.scopes <= call.principal.scopes:
+        if res.scopes and not call.principal.has_scopes(res.scopes):
             raise InsufficientScope(f"resource {uri}", res.scopes)
         kwargs: dict[str, Any] = dict(variables)
         try:
@@ -288,7 +287,7 @@ class Dispatcher:
             if scoped is None:
                 found = catalog.find_resource(target)
                 scoped = found[0] if found is not None else None
-        if scoped is not None and scoped.scopes and not scoped.scopes <= call.principal.scopes:
+        if scoped is not None and scoped.scopes and not call.principal.has_scopes(scoped.scopes):
             kind = "prompt" if rtype == "ref/prompt" else "resource"
             raise InsufficientScope(f"{kind} {target}", scoped.scopes)
         fn = catalog.completions.get((rtype, target))

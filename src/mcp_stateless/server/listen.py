@@ -197,7 +197,7 @@ class Listeners:
         """Whether `principal` may hear of updates to `uri`: a subscription (a prefix one above all) must not
         name, or time the changes of, a resource whose scopes the principal lacks."""
         scopes = self.catalog.resource_scopes(uri) if uri is not None else frozenset()
-        return scopes <= principal.scopes
+        return principal.has_scopes(scopes)
 
     async def _task_message(self, task_id: str | None, task_ids: frozenset[str], principal: str,
                             tag: dict[str, Any]) -> dict[str, Any] | None:

@@ -68,7 +68,7 @@ class Methods:
             return replies.error(req.id, errors.invalid_params(f"params.uri is longer than {MAX_URI} characters"))
         subscribing = method == "resources/subscribe"
         found = self.host.catalog.find_resource(uri) if subscribing else None
-        if found is not None and found[0].scopes and not found[0].scopes <= principal.scopes:
+        if found is not None and found[0].scopes and not principal.has_scopes(found[0].scopes):
             # the session's update notifications would time the changes of a resource it may not read
             return replies.answer(Reply.error(req.id, InsufficientScope(f"resource {uri}", found[0].scopes)))
         change = _subscribe(uri) if subscribing else _unsubscribe(uri)

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from ...protocol import errors
 from ...protocol.errors import McpError
 from ...protocol.legacy import SESSION_NOT_FOUND
 from ...protocol.mrtr import KeyRing, StateContext, seal, unseal
@@ -132,7 +133,7 @@ class Sessions:
             expires = session.expires_at + RECORD_GRACE_S
             if await self.records.swap(SESSION_NS, session.key, got.version, data, expires_at=expires):
                 return current
-        raise McpError(-32603, "the session's state is changing too fast; retry")
+        raise McpError(errors.INTERNAL_ERROR, "the session's state is changing too fast; retry")
 
 
     async def admit(self, session: SealedSession, limit: int) -> bool:
@@ -153,7 +154,7 @@ class Sessions:
                     return True
             elif await self.records.swap(PRINCIPAL_NS, session.principal, got.version, data, expires_at=expires):
                 return True
-        raise McpError(-32603, "this principal's sessions are changing too fast; retry")
+        raise McpError(errors.INTERNAL_ERROR, "this principal's sessions are changing too fast; retry")
 
     async def forget(self, session: SealedSession) -> None:
         """Take an ended session out of its principal's count (best effort: expiry prunes it anyway)."""
