@@ -89,17 +89,19 @@ def balanced(state: str, workdir: Path) -> Iterator[tuple[str, list[Instance]]]:
 
 
 @pytest.fixture(scope="module", params=["sqlite", "redis", pytest.param("redis-cluster", marks=pytest.mark.slow),
+                                        pytest.param("valkey-cluster", marks=pytest.mark.slow),
                                         pytest.param("postgres", marks=pytest.mark.slow)])
 def cluster(request: pytest.FixtureRequest,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[Instance]]]:
     workdir = tmp_path_factory.mktemp(f"legacy-cluster-{request.param}")
     if request.param == "sqlite":
         state = f"sqlite:///{workdir / 'state.db'}"
-    elif request.param == "redis-cluster":
+    elif request.param in ("redis-cluster", "valkey-cluster"):
         # A new shard subscription (each 2025 reply topic) waits 2 x timeout to be confirmed; on a loaded CI
         # machine the default 2 s timeout was seen to lapse (-32603 retryable, which the TS client does not
         # retry). What is under test here is the clients through the balancer, not the store's latency.
-        state = request.getfixturevalue("redis_cluster").isolated_url("timeout=5")
+        fixture = request.param.replace("-", "_")
+        state = request.getfixturevalue(fixture).isolated_url("timeout=5")
     elif request.param == "postgres":
         state = request.getfixturevalue("postgres_server").isolated_url()
     else:

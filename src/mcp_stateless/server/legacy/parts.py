@@ -6,10 +6,12 @@ adopt shared state later (`App.use_state`), and every instance then reads the sa
 
 from __future__ import annotations
 
+import asyncio
+
 from ...state import StateBundle
 from .changelog import ChangeLog
 from .host import LegacyHost
-from .peer import Peer
+from .peer import Inbox, Peer
 from .sessions import Sessions
 from .streams import StreamLog
 
@@ -18,7 +20,7 @@ class Parts:
     """`session_ttl_s`, `request_timeout_s`, `keepalive_s`, `stream_ttl_s`, `get_log_max` and
     `heartbeat_s` as `LegacyServer` documents them."""
 
-    __slots__ = ("_own_state", "get_log_max", "heartbeat_s", "host", "keepalive_s", "request_timeout_s",
+    __slots__ = ("_inbox", "_own_state", "get_log_max", "heartbeat_s", "host", "keepalive_s", "request_timeout_s",
                  "session_ttl_s", "stream_ttl_s")
 
     def __init__(self, host: LegacyHost, *, session_ttl_s: float, request_timeout_s: float,
@@ -31,6 +33,7 @@ class Parts:
         self.get_log_max = get_log_max
         self.heartbeat_s = heartbeat_s
         self._own_state: StateBundle | None = None
+        self._inbox: Inbox | None = None
 
     def state(self) -> StateBundle:
         """The host's state (shared by instances), or this process's memory when it has none."""
@@ -59,4 +62,9 @@ class Parts:
 
     def peer(self) -> Peer:
         state = self.state()
-        return Peer(state.records, state.bus, self.request_timeout_s)
+        inbox = self._inbox
+        # One inbox per bus and event loop: a host may adopt shared state later, and a test may run the
+        # branch on several loops in turn (the old inbox's reader ended with its loop).
+        if inbox is None or inbox.bus is not state.bus or inbox.loop is not asyncio.get_running_loop():
+            inbox = self._inbox = Inbox(state.bus)
+        return Peer(state.records, state.bus, self.request_timeout_s, inbox)
