@@ -283,3 +283,23 @@ def test_a_read_tool_named_on_the_command_line_is_compared(tmp_path: Path) -> No
         r"(\d)\), count answers \{\"n\": ?1\} on instance \1; \{\"n\": ?0\} on instance \d \| a restart of every "
         r"instance changed what count answers \(instance \1: \{\"n\": ?1\} before, \{\"n\": ?0\} after\)",
         check["finding"]), check["finding"]
+
+
+def test_a_tool_slower_than_the_timeout_is_left_out_after_its_first_call_and_named(tmp_path: Path) -> None:
+    """`nap` takes 3 s, the timeout is 1 s: its first unanswered call marks it slow, the later checks leave it
+    out (so no check spends its budget waiting on it, and none fails for it), and the report names it with
+    the reason. Without the rule, stateless.capabilities waited 1 s per `nap` call and results.read-tools
+    warned that `nap` never answered."""
+    cmd = serve("tests/audit/servers/slow_tool.py:app")
+    rc, rep, _ = audit(["--launch", cmd, "--instances", "2", "--timeout", "1",
+                        "--only", "stateless", "--only", "results"], tmp_path)
+    statuses = {c["id"]: c["status"] for c in rep["checks"]}
+    assert statuses == {"era": "pass", "stateless.instances": "pass", "stateless.history": "pass",
+                        "stateless.capabilities": "pass", "results.read-tools": "pass"}, rep["checks"]
+    assert rc == 0
+    skipped = {t["name"]: t["reason"] for t in rep["tools"]["skipped"]}
+    assert skipped == {"nap": "no answer within 1 s (--timeout) when called: left out of the checks after that "
+                              "call"}
+    calls = {t["name"]: t["calls"] for t in rep["tools"]["called"]}
+    assert calls["nap"] == 1  # by the first check that called it, never after
+    assert calls["ping"] > 2

@@ -108,9 +108,10 @@ class Context:
 
     def probe_tools(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Tools the auditor may call to stand for "unrelated earlier calls": no required arguments, not
-        declared destructive nor named like a deletion (unless an option names them), not excluded, at most
-        `max_probe_tools`."""
-        out = [t for t in self.profile.tools if self.skip_reason(t) is None]
+        declared destructive nor named like a deletion (unless an option names them), not excluded, not left
+        unanswered within the timeout by an earlier call, at most `max_probe_tools`."""
+        out = [t for t in self.profile.tools
+               if self.skip_reason(t) is None and t.get("name") not in self.target.slow_tools]
         return out[: limit or self.options.max_probe_tools]
 
     def skipped_tools(self) -> list[dict[str, str]]:
@@ -119,9 +120,11 @@ class Context:
         out = []
         for t in self.profile.tools:
             name = str(t.get("name", ""))
-            if name in called:
-                continue
-            out.append({"name": name, "reason": self.skip_reason(t) or "no check that ran needed it"})
+            if name in self.target.slow_tools:
+                out.append({"name": name, "reason": f"no answer within {self.options.call_timeout:g} s (--timeout) "
+                                                    "when called: left out of the checks after that call"})
+            elif name not in called:
+                out.append({"name": name, "reason": self.skip_reason(t) or "no check that ran needed it"})
         return out
 
 

@@ -73,6 +73,7 @@ class Exchange:
     body: bytes = b""
     messages: list[Message] = field(default_factory=list)
     failure: str | None = None
+    timed_out: bool = False  # no complete response within the request's timeout (slow, or never answering)
 
     @property
     def response(self) -> Message | None:

@@ -32,7 +32,8 @@ def read_calls(ctx: Context) -> list[Call]:
     for t in ctx.profile.tools:
         name = str(t.get("name", ""))
         schema = t.get("inputSchema") or {}
-        if name in names or name in ctx.options.exclude or (isinstance(schema, dict) and schema.get("required")):
+        if name in names or name in ctx.options.exclude or name in ctx.target.slow_tools \
+                or (isinstance(schema, dict) and schema.get("required")):
             continue
         if (t.get("annotations") or {}).get("readOnlyHint") is True:
             declared.append((name, {}))

@@ -44,9 +44,14 @@ class Recorder:
     def __init__(self) -> None:
         self.recorded: list[Exchange] = []
         self.ledger = Ledger()
+        # Tools whose call went unanswered within its timeout: a check that calls a tool several times (a
+        # 10 s "long-running operation", say) would otherwise spend its whole budget waiting on one.
+        self.slow_tools: set[str] = set()
 
     def record(self, ex: Exchange) -> Exchange:
         self.ledger.note(ex.request, ex.instance)  # unbounded by RECORD_MAX: the report lists every call
+        if ex.timed_out and ex.request is not None and ex.request.get("method") == "tools/call":
+            self.slow_tools.add(str((ex.request.get("params") or {}).get("name", "")))
         if len(self.recorded) < RECORD_MAX:
             self.recorded.append(ex)
         return ex
@@ -117,6 +122,7 @@ class Target(Protocol):
     last_instance: int
     recorded: list[Exchange]
     ledger: Ledger
+    slow_tools: set[str]
 
     @property
     def url(self) -> str | None:

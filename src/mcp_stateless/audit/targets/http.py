@@ -38,7 +38,7 @@ async def http_exchange(pool: Pool, url: str, message: Message | None, *, instan
             finally:
                 await resp.aclose()
     except TimeoutError:
-        ex.failure = f"no complete response within {timeout:g} s"
+        ex.failure, ex.timed_out = f"no complete response within {timeout:g} s", True
     except (HttpError, BodyTooLarge) as e:
         ex.failure = str(e)
     return ex

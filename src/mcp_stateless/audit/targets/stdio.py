@@ -31,7 +31,7 @@ async def _stdio_exchange(chan: StdioChannel, message: Message, timeout: float) 
             finally:
                 await stream.aclose()
     except TimeoutError:
-        ex.failure = f"no response within {timeout:g} s"
+        ex.failure, ex.timed_out = f"no response within {timeout:g} s", True
     except (ClientError, ChannelError) as e:  # ServerLost (a ChannelError): the process exited or never ran
         ex.failure = str(e)
     return ex
