@@ -51,6 +51,8 @@ class Result:
     evidence: list[dict[str, Any]]
     fix: str
     seconds: float
+    # "upstream": the target is a bridge and this failure is state its upstream keeps (report key "attributedTo")
+    attributed_to: str | None = None
 
 
 @dataclass
@@ -66,6 +68,8 @@ class Profile:
     mrtr_searched: bool = False
     mrtr_completes_alone: bool | None = None  # whether that call's rounds end on one instance, once tried
     task_tool: tuple[str, dict[str, Any]] | None = None  # a call that became a task
+    # What a bridge fronts, from its Server Card (`_meta["dev.mcp-stateless/bridge"]`); None: not a bridge.
+    fronts: dict[str, Any] | None = None
 
 
 @dataclass
@@ -161,8 +165,29 @@ async def run_check(check: Check, ctx: Context) -> Result:
                                       "answering", fix="Every request must be answered (or refused) promptly.")
         except Exception as e:  # a check that crashed must not take the audit down with it
             outcome = Outcome("warn", f"the check could not complete: {type(e).__name__}: {e}")
-    return Result(check.id, check.step, check.title, outcome.status, outcome.finding,
-                  [x.evidence() for x in outcome.evidence[:6]], outcome.fix, round(time.monotonic() - start, 3))
+    finding, attributed = outcome.finding, None
+    fronts = ctx.profile.fronts
+    if fronts is not None and outcome.status == "fail" and check.id in UPSTREAM_STATE_CHECKS:
+        finding, attributed = f"{finding} — {upstream_note(fronts)}", "upstream"
+    return Result(check.id, check.step, check.title, outcome.status, finding,
+                  [x.evidence() for x in outcome.evidence[:6]], outcome.fix, round(time.monotonic() - start, 3),
+                  attributed)
+
+
+# The checks through which state kept by a bridge's upstream shows: each bridge instance runs its own upstream
+# sessions (for a stdio upstream, its own processes), so a toggle, a counter or a per-process list is seen only
+# through the instance and session that made it. The others test what the bridge itself does.
+UPSTREAM_STATE_CHECKS = frozenset({"stateless.instances", "stateless.history", "stateless.capabilities",
+                                   "results.read-tools"})
+
+
+def upstream_note(fronts: dict[str, Any]) -> str:
+    given = fronts.get("upstream")
+    up: dict[str, Any] = given if isinstance(given, dict) else {}
+    named = " ".join(str(up[k]) for k in ("name", "version") if up.get(k)) or "a 2025-era server"
+    return (f"the target is an mcp-stateless bridge in front of {named}, and this is state that upstream keeps in "
+            "its own process or session, which each bridge instance runs separately: the bridge cannot share it; "
+            "migrating the upstream (or keeping that state in a shared store) does")
 
 
 Progress = Callable[[Check, Result | None], None]
@@ -180,4 +205,5 @@ async def run_checks(checks: Sequence[Check], ctx: Context, progress: Progress |
     return results
 
 
-__all__ = ["NEEDS", "Check", "Context", "Options", "Outcome", "Profile", "Result", "Status", "Step", "run_checks"]
+__all__ = ["NEEDS", "UPSTREAM_STATE_CHECKS", "Check", "Context", "Options", "Outcome", "Profile", "Result", "Status",
+           "Step", "run_checks", "upstream_note"]

@@ -29,9 +29,19 @@ def report(target: Target, profile: Profile, results: list[Result], seconds: flo
         t["url"] = target.url
     if profile.server_info:
         t["serverInfo"] = profile.server_info
+    if profile.fronts is not None:
+        t["bridge"] = profile.fronts
     return {"target": t, "summary": {**counts, "seconds": round(seconds, 3), "ok": counts["fail"] == 0},
             "tools": {"called": [], "skipped": [], "answers": [], **(tools or {})},
-            "checks": [asdict(r) for r in results]}
+            "checks": [_check(r) for r in results]}
+
+
+def _check(r: Result) -> dict[str, Any]:
+    out = asdict(r)
+    attributed = out.pop("attributed_to")
+    if attributed is not None:
+        out["attributedTo"] = attributed
+    return out
 
 
 def call_line(c: dict[str, Any]) -> str:

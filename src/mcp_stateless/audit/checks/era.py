@@ -3,11 +3,14 @@ works); the era probe also fills the profile every later check reads."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from ...protocol.card import BRIDGE_META_KEY, SUFFIX
 from ...protocol.errors import UNSUPPORTED_PROTOCOL_VERSION
 from ...protocol.versions import LATEST, LEGACY_VERSIONS
 from ..engine import Check, Context, Outcome
+from ..targets import HttpTarget
 from ..wire import AUDITOR_INFO, Exchange, Message, comparable, modern, next_id
 
 LEGACY = LEGACY_VERSIONS[0]
@@ -60,6 +63,21 @@ async def list_all(ctx: Context, method: str, key: str, *, instance: int | None 
     return items, ex
 
 
+async def bridged(ctx: Context) -> dict[str, Any] | None:
+    """What the target fronts when it is an mcp-stateless bridge (its Server Card says so), else None: the
+    report then tells state the upstream keeps from what the bridge does."""
+    t = ctx.target
+    if not isinstance(t, HttpTarget):
+        return None
+    ex = await t.get(SUFFIX, timeout=ctx.options.call_timeout)
+    try:
+        card = json.loads(ex.body) if ex.status == 200 else None
+    except ValueError:
+        return None
+    fronts = ((card or {}).get("_meta") or {}).get(BRIDGE_META_KEY) if isinstance(card, dict) else None
+    return fronts if isinstance(fronts, dict) else None
+
+
 async def era(ctx: Context) -> Outcome:
     t, p = ctx.target, ctx.profile
     disc = await t.send(modern("server/discover"), instance=0, timeout=ctx.options.call_timeout)
@@ -83,6 +101,7 @@ async def era(ctx: Context) -> Outcome:
         p.era = "legacy"
     if p.era in ("modern", "dual"):
         p.tools, _ = await list_all(ctx, "tools/list", "tools")
+        p.fronts = await bridged(ctx)
     if p.era == "legacy":
         info = (lres or {}).get("serverInfo") or {}
         return Outcome("fail", f"legacy-only server ({info.get('name', '?')}): it answers initialize "

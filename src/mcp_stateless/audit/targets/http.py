@@ -128,6 +128,14 @@ class HttpTarget(Recorder):
     async def notify(self, message: Message) -> None:
         await self.send(message)
 
+    async def get(self, suffix: str, instance: int = 0, timeout: float = 10.0) -> Exchange:
+        """GET a document beside instance `instance`'s endpoint (`<endpoint><suffix>`, e.g. its Server Card)."""
+        headers = {k: v for k, v in self.headers(None, {"accept": "application/json"}, None).items()
+                   if k in ("accept", "authorization")}
+        return self.record(await http_exchange(self.pool, self.urls[instance].rstrip("/") + suffix, None,
+                                               instance=instance, http_method="GET", headers=headers,
+                                               timeout=timeout))
+
     @contextlib.asynccontextmanager
     async def lane(self, instance: int = 0) -> AsyncIterator[Lane]:
         lane = _HttpLane(self, instance)
