@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 
 import orjson
 
@@ -13,11 +14,23 @@ from ..errors import AuthenticationError, ChannelError, HttpStatusError, ServerL
 from ..http11 import ConnectionLost, HttpError, HttpUrl, Pool, Response
 from .base import Message, Restarted, Unsolicited, log
 
+# Closing a stream after its answer: how long to wait for the stream's end, and how many further messages to read
+# (and drop) meanwhile. A server ends the stream right after the response (the spec's SHOULD; the TS SDK writes
+# the end a moment after the event), so reading to the end puts the connection back in the pool, where closing
+# it mid-body would cost a new TCP connection per call. One that keeps it open costs at most this wait; on a
+# loaded machine the end can take tens of milliseconds to arrive.
+_DRAIN_WITHIN = 0.1
+_DRAIN_MESSAGES = 64
+
+
+def _is_response(m: Message) -> bool:
+    return "method" not in m and ("result" in m or "error" in m)
+
 
 class HttpExchange:
     """`last_event_id` and `retry_ms` are what an SSE response said about resuming it (legacy streams)."""
 
-    __slots__ = ("_resp", "headers", "last_event_id", "retry_ms", "session_id", "status")
+    __slots__ = ("_answered", "_it", "_resp", "headers", "last_event_id", "retry_ms", "session_id", "status")
 
     def __init__(self, resp: Response) -> None:
         self._resp = resp
@@ -26,10 +39,20 @@ class HttpExchange:
         self.session_id = resp.headers.get("mcp-session-id")
         self.last_event_id: str | None = None
         self.retry_ms: int | None = None
+        self._it: AsyncGenerator[Message, None] | None = None
+        self._answered = False
 
-    async def __aiter__(self) -> AsyncIterator[Message]:
+    def __aiter__(self) -> AsyncIterator[Message]:
+        # One iterator per exchange: aclose() continues it to the stream's end after the answer.
+        if self._it is None:
+            self._it = self._iterate()
+        return self._it
+
+    async def _iterate(self) -> AsyncGenerator[Message, None]:
         try:
             async for m in self._messages():
+                if _is_response(m):
+                    self._answered = True
                 yield m
         except HttpError as e:  # the body broke off (connection reset / closed mid-stream)
             raise StreamBroken(f"the response stream broke: {e}") from None
@@ -67,6 +90,17 @@ class HttpExchange:
             raise HttpStatusError(resp.status, body, resp.headers)
 
     async def aclose(self) -> None:
+        """Stop reading. Before the answer this closes the connection (on a modern server, a cancellation);
+        after it, a stream that ends at once is read to its end so the connection is reused."""
+        it = self._it
+        if self._answered and it is not None and not getattr(it, "ag_running", False):  # running: read elsewhere
+            with contextlib.suppress(TimeoutError, StreamBroken, ChannelError):
+                async with asyncio.timeout(_DRAIN_WITHIN):
+                    left = _DRAIN_MESSAGES
+                    async for _ in it:
+                        left -= 1
+                        if not left:
+                            break
         await self._resp.aclose()
 
 
