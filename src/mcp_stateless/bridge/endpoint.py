@@ -39,12 +39,12 @@ from ..server.listen import Listeners
 from ..state.base import Bus
 from ..state.events import ChangeEventBus, EventBus, MemoryEventBus
 from .events import Relay, UpstreamView, Watch
-from .pool import Lease, UpstreamPool
+from .pool import ASKABLE_CALLS, Lease, UpstreamPool
 
 log = logging.getLogger("mcp_stateless.bridge")
 
 FORWARDED = ("tools/list", "prompts/list", "resources/list", "resources/templates/list", "completion/complete")
-ASKABLE = ("tools/call", "prompts/get", "resources/read")
+ASKABLE = ASKABLE_CALLS
 CACHEABLE = frozenset({"server/discover", "tools/list", "prompts/list", "resources/list",
                        "resources/templates/list", "resources/read"})
 BRIDGE_INFO = {"name": "mcp-stateless-bridge"}

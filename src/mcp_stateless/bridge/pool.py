@@ -23,11 +23,16 @@ import orjson
 from ..client.channels import Channel
 from ..client.handlers import Handlers
 from ..client.legacy import LegacySession
+from ..protocol import errors
+from ..protocol.errors import McpError
 
 log = logging.getLogger("mcp_stateless.bridge")
 
 # The capabilities that let an upstream ask the client something mid-call.
 ASKING = ("elicitation", "sampling", "roots")
+# The requests whose server->client questions become MRTR rounds.
+ASKABLE_CALLS = ("tools/call", "prompts/get", "resources/read")
+ONLY_DURING_A_CALL = "the bridge asks its clients only during a tools/call, prompts/get or resources/read"
 
 Asker = Callable[[str, dict[str, Any]], Any]
 
@@ -78,7 +83,10 @@ class UpstreamPool:
             async def ask(params: dict[str, Any]) -> Any:
                 lease = lease_ref[0] if lease_ref else None
                 if lease is None or lease.ask is None:
-                    raise RuntimeError(f"{method} arrived with no call in flight to ask")
+                    # A stateless front reaches its client only inside a request that can be answered with
+                    # input_required: there is no one to ask.
+                    log.info("the upstream sent %s outside a call: refused", method)
+                    raise McpError(errors.INTERNAL_ERROR, f"{ONLY_DURING_A_CALL}: this {method} came outside one")
                 return await lease.ask(method, params)
             return ask
 
@@ -122,6 +130,8 @@ class UpstreamPool:
             self.leases.append(lease)
         try:
             await session.start()
+            if exclusive:
+                await _settle(session)
         except BaseException:
             async with self._changed:
                 self._drop(lease)
@@ -162,6 +172,16 @@ class UpstreamPool:
 
 
 _closing: set[asyncio.Task[None]] = set()
+
+
+async def _settle(session: LegacySession) -> None:
+    """One round trip before a session that may ask the client is lent to a call. An upstream may ask in
+    reaction to `notifications/initialized` (the reference filesystem server sends `roots/list`); that
+    question belongs to no call. A stdio upstream sends it before it answers the ping, so it arrives while
+    no call holds the session and is refused every time, never handed to whichever call opened the session
+    (whose client's roots would then become the state of a process other callers share)."""
+    with contextlib.suppress(McpError):  # an upstream without ping answers an error: settled all the same
+        await session.request("ping", {})
 
 
 async def _close(session: LegacySession) -> None:
