@@ -9,7 +9,8 @@
 #                                           examples/conformance_client.py
 #   scripts/conformance.sh bridge           the 2026-07-28 server leg against `mcp-stateless bridge` in front of the
 #                                           published everything server (stdio); scenarios that server lacks fail
-#                                           (docs/bridge.md, "Conformance", lists each; tests/bridge holds the set)
+#                                           (docs/bridge.md, "Conformance", lists each; tests/bridge holds the set);
+#                                           BRIDGE_UPSTREAM="CMD" fronts another 2025-era stdio server instead
 #   scripts/conformance.sh raw ARGS...      pass ARGS to the suite's CLI
 #
 # Needs `npm install` in tools/node (see .ci/run). Results go to conformance-results/ (or $CONFORMANCE_OUT).
@@ -113,9 +114,12 @@ case "$mode" in
         exit $rc
         ;;
     bridge)
+        # BRIDGE_UPSTREAM: another 2025-era stdio command to front (default: the published everything server).
         everything="$ROOT/tools/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
-        [ -f "$everything" ] || { echo "server-everything not installed: run (cd tools/node && npm install)" >&2; exit 2; }
-        port=$(free_port); start_server "$port" bridge --upstream "$(printf '%q %q stdio' "$NODE" "$everything")"
+        upstream="${BRIDGE_UPSTREAM:-$(printf '%q %q stdio' "$NODE" "$everything")}"
+        [ -n "${BRIDGE_UPSTREAM:-}" ] || [ -f "$everything" ] || {
+            echo "server-everything not installed: run (cd tools/node && npm install)" >&2; exit 2; }
+        port=$(free_port); start_server "$port" bridge --upstream "$upstream"
         set +e
         timeout 600 "$NODE" "$CLI" server --url "http://localhost:$port/mcp" --requirements 2026-07-28 \
             -o "$OUT/bridge" "$@" >"$OUT/bridge.log" 2>&1

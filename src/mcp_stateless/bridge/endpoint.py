@@ -259,7 +259,7 @@ class Bridge:
             responses = check_input_responses(req.params.get("inputResponses"))
             held = self.pending.get(payload["b"])
             if held is not None:
-                return await self._continue(held, responses, sctx)
+                return await self._continue(held, responses, sctx, payload.get("q"))
             return await self._route(payload, responses, sctx)
         lease = await self._acquire(req.capabilities, call)
         pending = Pending(secrets.token_urlsafe(12), lease)
@@ -314,13 +314,16 @@ class Bridge:
         return {
             "resultType": "input_required",
             "inputRequests": {key: {"method": method, "params": params}},
-            "requestState": seal(self.key_ring, sctx, {"b": pending.id, "i": self.instance}, self.pending_ttl_s),
+            # The round's key too: each round's state is its own, and an earlier round's cannot answer this one.
+            "requestState": seal(self.key_ring, sctx, {"b": pending.id, "i": self.instance, "q": key},
+                                 self.pending_ttl_s),
         }
 
-    async def _continue(self, pending: Pending, responses: dict[str, Any], sctx: StateContext) -> dict[str, Any]:
-        waiting, pending.waiting = pending.waiting, {}
-        if not waiting:
+    async def _continue(self, pending: Pending, responses: dict[str, Any], sctx: StateContext,
+                        round_key: Any = None) -> dict[str, Any]:
+        if not pending.waiting or (round_key is not None and round_key not in pending.waiting):
             raise errors.invalid_params("this round was answered already")
+        waiting, pending.waiting = pending.waiting, {}
         for key, fut in waiting.items():
             if key not in responses:
                 pending.waiting = waiting
@@ -358,7 +361,7 @@ class Bridge:
                     log.debug("an answer for pending call %s from another instance", pending.id)
                     ctx = StateContext(str(msg["p"]), str(msg["m"]), str(msg["d"]))
                     try:
-                        out: dict[str, Any] = {"result": await self._continue(pending, msg["r"], ctx)}
+                        out: dict[str, Any] = {"result": await self._continue(pending, msg["r"], ctx, msg.get("q"))}
                     except McpError as e:
                         out = {"error": {"code": e.code, "message": e.message}}
                     assert self.bus is not None
@@ -383,7 +386,7 @@ class Bridge:
         try:
             await sub.ready()
             # The holder needs the request's identity to seal the next round; the digest stands for params.
-            msg = {"r": responses, "reply": reply, **_ctx_of(sctx)}
+            msg = {"r": responses, "q": payload.get("q"), "reply": reply, **_ctx_of(sctx)}
             await self.bus.publish(TOPIC + payload["b"], orjson.dumps(msg))
             raw = await sub.get(self.holder_timeout)
         finally:
