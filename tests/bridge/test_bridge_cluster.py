@@ -1,5 +1,5 @@
-"""Two `mcp-stateless bridge` processes over one stdio upstream command each (the official TypeScript SDK
-1.x server), sharing a real Redis and one MRTR key, behind a real nginx with no affinity (deploy/nginx.conf).
+"""Two, then three `mcp-stateless bridge` processes over one stdio upstream command each (the official TypeScript
+SDK 1.x server), sharing a real Redis and one MRTR key, behind a real nginx with no affinity (deploy/nginx.conf).
 
 A listener on one instance hears a list change seen through the other (over Redis). An elicitation
 round asked by one instance is answered on the other (routed over the Redis bus to the
@@ -62,10 +62,11 @@ class BridgeInstance:
 
 
 class Front:
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, count: int) -> None:
         need(NODE, "Node 22")
         self.redis = RedisServer(workdir).start()
-        self.instances = [BridgeInstance(f"b{n}", self.redis.url, workdir / f"b{n}.log").start() for n in (1, 2)]
+        self.instances = [BridgeInstance(f"b{n}", self.redis.url, workdir / f"b{n}.log").start()
+                          for n in range(1, count + 1)]
         for i in self.instances:
             i.wait()
         ngx = workdir / "nginx"
@@ -102,18 +103,18 @@ class Front:
         return body, r.headers["x-mcp-instance"]
 
 
-@pytest.fixture(scope="module")
-def front(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Front]:
-    f = Front(tmp_path_factory.mktemp("bridge-cluster"))
+@pytest.fixture(scope="module", params=[2, 3], ids=["2-instances", "3-instances"])
+def front(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Front]:
+    f = Front(tmp_path_factory.mktemp("bridge-cluster"), request.param)
     try:
         yield f
     finally:
         f.close()
 
 
-def test_discover_list_and_call_through_nginx_reach_both_instances(front: Front) -> None:
+def test_discover_list_and_call_through_nginx_reach_every_instance(front: Front) -> None:
     seen = set()
-    for _ in range(4):
+    for _ in range(2 * len(front.instances)):
         body, instance = front.post("server/discover", {})
         assert body["result"]["resultType"] == "complete"
         assert body["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "ts-legacy-interop"
@@ -121,11 +122,11 @@ def test_discover_list_and_call_through_nginx_reach_both_instances(front: Front)
         body, instance = front.post("tools/call", {"name": "echo", "arguments": {"text": "hi"}})
         assert body["result"]["content"] == [{"type": "text", "text": "hi"}]
         seen.add(instance)
-    assert seen == {"b1", "b2"}
+    assert seen == {i.name for i in front.instances}
 
 
 def test_an_elicitation_round_is_answered_on_the_other_instance(front: Front) -> None:
-    a, b = front.instances
+    a, b = front.instances[:2]
     params = {"name": "greet", "arguments": {}}
     first, by = front.post("tools/call", params, url=a.url, caps=ELICIT)
     assert by == "b1"
@@ -148,7 +149,7 @@ def test_an_elicitation_round_is_answered_on_the_other_instance(front: Front) ->
 
 def test_a_listener_on_one_instance_hears_a_list_change_seen_through_the_other(front: Front) -> None:
     """`toggle` through b1 changes b1's upstream process only; b2's listener hears it over Redis."""
-    a, b = front.instances
+    a, b = front.instances[:2]
     p = {"notifications": {"toolsListChanged": True},
          "_meta": {"io.modelcontextprotocol/protocolVersion": PV, "io.modelcontextprotocol/clientCapabilities": {}}}
     headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
@@ -169,7 +170,7 @@ def test_a_listener_on_one_instance_hears_a_list_change_seen_through_the_other(f
 
 
 def test_the_holder_killed_mid_round_is_a_clear_error_then_calls_succeed(front: Front) -> None:
-    a, b = front.instances
+    a, b = front.instances[:2]
     params = {"name": "greet", "arguments": {}}
     first, _ = front.post("tools/call", params, url=a.url, caps=ELICIT)
     result = first["result"]
@@ -184,17 +185,17 @@ def test_the_holder_killed_mid_round_is_a_clear_error_then_calls_succeed(front: 
         assert by == "b2"
         assert gone["error"]["code"] == -32603
         assert gone["error"]["message"].startswith("the bridge instance holding this call is gone")
-        for _ in range(3):  # nginx marks the dead instance failed; every call is answered by the live one
+        for _ in range(3):  # nginx marks the dead instance failed; every call is answered by a live one
             body, by = front.post("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
             assert body["result"]["content"] == [{"type": "text", "text": "3"}]
-            assert by == "b2"
+            assert by != "b1"
     finally:
         a.start().wait()
 
 
 def test_an_upstream_dying_mid_call_is_an_error_and_the_next_call_a_new_session(front: Front,
                                                                                tmp_path: Path) -> None:
-    _, b = front.instances
+    b = front.instances[1]
     marker = str(tmp_path / "crashed")
     body, _ = front.post("tools/call", {"name": "crash_once", "arguments": {"marker": marker}}, url=b.url)
     assert body["error"]["code"] == -32603
