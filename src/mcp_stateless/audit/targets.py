@@ -28,7 +28,7 @@ import orjson
 
 from ..client.channels import StdioChannel
 from ..client.errors import ChannelError, ClientError
-from ..client.http11 import HttpError, HttpUrl, Pool
+from ..client.http11 import HttpError, HttpUrl, Pool, bounded
 from ..protocol.sse import decode_messages, iter_messages
 from .ledger import Ledger
 from .proxy import INSTANCE, TAG, RoundRobinProxy
@@ -45,18 +45,8 @@ MESSAGES_MAX = 1000  # messages kept per exchange or stream: a server flooding n
 BODY_MAX = 16 * 1024 * 1024
 
 
-class BodyTooLarge(Exception):
-    """A response went past BODY_MAX bytes: the auditor stopped reading it."""
-
-
-async def bounded(chunks: AsyncIterator[bytes], limit: int = BODY_MAX) -> AsyncIterator[bytes]:
-    """`chunks` until `limit` bytes have passed, then BodyTooLarge (the rest is never read)."""
-    seen = 0
-    async for chunk in chunks:
-        seen += len(chunk)
-        if seen > limit:
-            raise BodyTooLarge(f"the response went past {limit // (1024 * 1024)} MiB: the auditor stopped reading it")
-        yield chunk
+# What a body read past BODY_MAX is refused with (http11's BodyTooLarge, an HttpError).
+TOO_LARGE = f"the response went past {BODY_MAX // (1024 * 1024)} MiB: the auditor stopped reading it"
 
 
 class Recorder:
@@ -103,7 +93,7 @@ async def _pump(stream: Stream, source: AsyncIterator[Message]) -> None:
     try:
         async for m in source:
             stream.put(m)
-    except (HttpError, ClientError, ChannelError, BodyTooLarge) as e:
+    except (HttpError, ClientError, ChannelError) as e:
         stream.exchange.failure = str(e)
     finally:
         stream.ended.set()
@@ -174,20 +164,20 @@ async def _http_exchange(pool: Pool, url: str, message: Message | None, *, insta
             ex.status, ex.response_headers = resp.status, dict(resp.headers)
             try:
                 if resp.content_type == "text/event-stream":
-                    async for m in iter_messages(bounded(resp.iter_bytes())):
+                    async for m in iter_messages(bounded(resp.iter_bytes(), BODY_MAX, TOO_LARGE)):
                         done = "method" not in m and m.get("id") == want and want is not None
                         if done or len(ex.messages) < MESSAGES_MAX - 1:  # room for the response, always
                             ex.messages.append(m)
                         if done:
                             break  # the response ends the exchange, whatever the stream does next
                 else:
-                    ex.body = b"".join([c async for c in bounded(resp.iter_bytes())])
+                    ex.body = b"".join([c async for c in bounded(resp.iter_bytes(), BODY_MAX, TOO_LARGE)])
                     ex.messages = decode_messages(ex.body) if ex.body[:1] in (b"{", b"[") else []
             finally:
                 await resp.aclose()
     except TimeoutError:
         ex.failure = f"no complete response within {timeout:g} s"
-    except (HttpError, BodyTooLarge) as e:
+    except HttpError as e:
         ex.failure = str(e)
     return ex
 
@@ -299,10 +289,11 @@ class HttpTarget(Recorder):
             resp = await pool.request("POST", HttpUrl.parse(url), headers, orjson.dumps(message), timeout=10.0)
             st.exchange.status, st.exchange.response_headers = resp.status, dict(resp.headers)
             if resp.content_type == "text/event-stream":
-                async for m in iter_messages(bounded(resp.iter_bytes())):
+                async for m in iter_messages(bounded(resp.iter_bytes(), BODY_MAX, TOO_LARGE)):
                     yield m
             else:
-                for m in decode_messages(b"".join([c async for c in bounded(resp.iter_bytes())])):
+                body = b"".join([c async for c in bounded(resp.iter_bytes(), BODY_MAX, TOO_LARGE)])
+                for m in decode_messages(body):
                     yield m
 
         try:
