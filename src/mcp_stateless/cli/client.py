@@ -33,6 +33,9 @@ def add_target(p: argparse.ArgumentParser) -> None:
                    help="protocol version: auto (default; probe, fall back to legacy) or a version to pin")
     p.add_argument("--json", action="store_true", help="print JSON instead of readable text")
     p.add_argument("--timeout", type=float, default=60.0, help="per-request timeout in seconds (default 60)")
+    p.add_argument("--verbose", action="store_true",
+                   help="with --stdio: pass the server's stderr through as it is written (by default it is held "
+                        "back, and its last lines are shown only when the command fails)")
     token_store_option(p)
 
 
@@ -152,7 +155,13 @@ def open_client(args: Any, *, tasks: bool = False, line: StatusLine | None = Non
     kw: dict[str, Any] = {"version": args.protocol_version, "timeout": args.timeout, "elicitation": elicit,
                           "tasks": tasks}
     if args.stdio is not None:
-        return Client(stdio=args.stdio, **kw)
+        import asyncio
+
+        # A server's stderr is its own diagnostics (a 1.x server logs a page of warnings for the probe alone):
+        # noise on success, the explanation on failure, so it is held back and shown by `drive` if needed.
+        client = Client(stdio=args.stdio, stderr=None if args.verbose else asyncio.subprocess.PIPE, **kw)
+        args.held_stderr = client.channel
+        return client
     from ..client.oauth import FileTokenStore, OAuth
 
     # The token `mcp-stateless login` stored (refreshed when it expires); no new authorization from here.
@@ -315,11 +324,27 @@ def _print_event(ev: ServerEvent, as_json: bool) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    return drive(_run(args))
+    return drive(_run(args), args)
 
 
-def drive(command: Coroutine[Any, Any, int]) -> int:
-    """Run one client command; usage mistakes raise `CliError` (exit status 2), failures exit 1."""
+# The lines of a stdio server's held-back stderr shown when a command fails.
+STDERR_LINES = 20
+
+
+def drive(command: Coroutine[Any, Any, int], args: argparse.Namespace) -> int:
+    """Run one client command; usage mistakes raise `CliError` (exit status 2), failures exit 1 (and show the
+    end of a stdio server's stderr, held back until then)."""
+    status = _drive(command)
+    held = getattr(args, "held_stderr", None)
+    if status == 1 and held is not None:
+        lines = held.stderr_tail.splitlines()[-STDERR_LINES:]
+        if lines:
+            print("mcp-stateless: the server's stderr ended with (--verbose shows all of it):\n  "
+                  + "\n  ".join(lines), file=sys.stderr)
+    return status
+
+
+def _drive(command: Coroutine[Any, Any, int]) -> int:
     import asyncio
 
     from ..client import ChannelError, ClientError, TaskCancelled
