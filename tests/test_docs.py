@@ -135,6 +135,32 @@ def test_every_named_app_loads_and_has_the_tools_called_on_it() -> None:
     assert called and called <= tools["examples/echo.py"], called - tools["examples/echo.py"]
 
 
+def promised(block: str) -> list[tuple[str, str]]:
+    """The command lines of a bash block whose comments say what each prints: (command, promise), the
+    promise up to a trailing `...` (what one line of the command's output starts with)."""
+    found = []
+    for line in block.splitlines():
+        command, sep, comment = line.partition("  # ")
+        if sep and command.startswith(".venv/bin/mcp-stateless "):
+            found.append((command.strip(), comment.strip().removesuffix("...").rstrip()))
+    return found
+
+
+@pytest.mark.slow
+def test_the_cli_pages_resource_and_prompt_commands_print_what_their_comments_say() -> None:
+    [block] = [b for b in blocks(ROOT / "docs/cli.md", "bash") if "mcp-stateless resources" in b]
+    setup, *_ = block.splitlines()
+    assert setup == "U=http://127.0.0.1:3001/mcp"
+    lines = promised(block)
+    assert [c.split()[1] for c, _ in lines] == ["resources", "read", "prompts", "prompt"]
+    argv = [CLI, "serve", "examples/conformance_server.py:app", "--http", "127.0.0.1:{port}", "--state", "memory://"]
+    with http_server(argv, "the conformance server", cwd=ROOT) as url:
+        for command, promise in lines:
+            r = sh(f"U={url}\n{command}")
+            assert r.returncode == 0, (command, r.stderr)
+            assert any(line.startswith(promise) for line in r.stdout.splitlines()), (command, promise, r.stdout)
+
+
 @pytest.mark.slow
 def test_the_readme_walkthrough_runs_as_written() -> None:
     need(NODE, "Node 22 (tools/node)")

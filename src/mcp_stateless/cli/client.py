@@ -1,4 +1,4 @@
-"""Client commands of `mcp-stateless`: discover, tools, call, read, prompt, listen, complete.
+"""Client commands of `mcp-stateless`: discover, tools, call, resources, read, prompts, prompt, listen, complete.
 
 Over HTTP they send the token `mcp-stateless login` stored for the server, if any.
 
@@ -43,7 +43,9 @@ _USAGE = {
     "discover": ("show a server's versions, capabilities and identity", ""),
     "tools": ("list a server's tools", ""),
     "call": ("call a tool: call TARGET TOOL key=value … (values may be JSON)", "TOOL [KEY=VALUE ...]"),
+    "resources": ("list a server's resources, then its resource templates", ""),
     "read": ("read a resource", "URI"),
+    "prompts": ("list a server's prompts", ""),
     "prompt": ("get a prompt: prompt TARGET NAME key=value …", "NAME [KEY=VALUE ...]"),
     "listen": ("print change notifications until interrupted", ""),
     "complete": ("complete an argument: complete TARGET --prompt NAME ARG=PARTIAL (or --resource TEMPLATE "
@@ -231,6 +233,25 @@ async def _run(args: Any) -> int:
                 print_task(handle.task, args.json)
                 return 0
             return print_result(await handle.wait(), args.json)
+        elif cmd == "resources":
+            resources = await c.list_resources()
+            templates = await _resource_templates(c)
+            if args.json:
+                _dump({"resources": resources, "resourceTemplates": templates})
+            else:
+                for r in resources:
+                    print(_described(f"{r.get('uri')}  {r.get('name', '')}", r))
+                for t in templates:  # told apart by the {variables} of their URI template
+                    print(_described(f"{t.get('uriTemplate')}  {t.get('name', '')}", t))
+        elif cmd == "prompts":
+            prompts = await c.list_prompts()
+            if args.json:
+                _dump(prompts)
+            else:
+                for pr in prompts:
+                    names = [f"{a.get('name')}" + ("" if a.get("required") else "?")
+                             for a in pr.get("arguments") or [] if isinstance(a, dict)]
+                    print(_described(f"{pr.get('name')}({', '.join(names)})", pr))
         elif cmd == "read":
             result = await c.read_resource(args.uri)
             if args.json:
@@ -282,6 +303,25 @@ async def _run(args: Any) -> int:
                         if args.count is not None and n >= args.count:
                             break
     return 0
+
+
+async def _resource_templates(c: Client) -> list[dict[str, Any]]:
+    """The server's resource templates; none when it lists resources but not templates (some 2025 servers)."""
+    from ..protocol.errors import METHOD_NOT_FOUND, McpError
+
+    try:
+        return await c.list_resource_templates()
+    except McpError as e:
+        if e.code != METHOD_NOT_FOUND:
+            raise
+        return []
+
+
+def _described(head: str, item: dict[str, Any]) -> str:
+    """One line of a listing: `head`, the item's MIME type if it has one, its description if any."""
+    mime = item.get("mimeType")
+    line = head.rstrip() + (f" ({mime})" if mime else "")
+    return line + (f"  — {item['description']}" if item.get("description") else "")
 
 
 def print_result(result: dict[str, Any], as_json: bool) -> int:
