@@ -134,6 +134,32 @@ def test_resources_and_prompts_over_http() -> None:
         assert (r.stdout, r.stderr, r.returncode) == (PROMPTS, "", 0)
 
 
+GREET = f"{sys.executable} -m mcp_stateless.cli serve examples/greet.py:app --stdio"
+
+
+def test_an_elicitation_without_a_terminal_is_declined_and_said_so() -> None:
+    r = cli("call", "--stdio", GREET, "greet")
+    assert (r.stdout, r.returncode) == ("Hello, stranger!\n", 0)
+    assert r.stderr == ('mcp-stateless: declined the server\'s elicitation "What is your name?": stdin is not a '
+                        "terminal\n")
+
+
+def test_an_elicitation_is_asked_at_the_terminal_on_stderr() -> None:
+    import os
+    import pty
+
+    controller, terminal = pty.openpty()
+    try:
+        os.write(controller, b"Ada\n")
+        r = subprocess.run([CLI, "call", "--stdio", GREET, "greet"], cwd=ROOT, capture_output=True, text=True,
+                           timeout=30, stdin=terminal)
+    finally:
+        os.close(terminal)
+        os.close(controller)
+    assert (r.stdout, r.returncode) == ("Hello, Ada!\n", 0)  # the question is not in the result
+    assert r.stderr == "? What is your name?\n  name (string): "
+
+
 def test_unreachable_server_exits_1() -> None:
     r = cli("tools", "http://127.0.0.1:1/mcp", "--timeout", "5")
     assert r.returncode == 1 and r.stdout == ""

@@ -129,13 +129,23 @@ def parse_kv(items: list[str], *, strings: bool = False) -> dict[str, Any]:
 
 
 def _elicit_tty(params: dict[str, Any]) -> dict[str, Any]:
-    print(f"? {params.get('message', 'The server asks for input')}", file=sys.stderr)
+    """Ask the server's question at the terminal (on stderr, so stdout carries the result only); without a
+    terminal on stdin nobody can answer, so it is declined, and the user is told it was asked."""
+    message = params.get("message", "The server asks for input")
+    if not sys.stdin.isatty():
+        print(f"mcp-stateless: declined the server's elicitation {json.dumps(message, ensure_ascii=False)}: "
+              "stdin is not a terminal", file=sys.stderr)
+        return {"action": "decline"}
+    print(f"? {message}", file=sys.stderr)
     schema = params.get("requestedSchema") or {}
     content: dict[str, Any] = {}
     for name, prop in (schema.get("properties") or {}).items():
-        if not sys.stdin.isatty():
+        sys.stderr.write(f"  {name} ({prop.get('type', 'string')}): ")
+        sys.stderr.flush()
+        answer = sys.stdin.readline()
+        if not answer:  # end of input: no answer
             return {"action": "decline"}
-        answer = input(f"  {name} ({prop.get('type', 'string')}): ")
+        answer = answer.rstrip("\r\n")
         try:
             content[name] = json.loads(answer) if prop.get("type") != "string" else answer
         except ValueError:
