@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 ECHO = f"{sys.executable} -m mcp_stateless.cli serve examples/echo.py:app --stdio"
 FIXTURES = f"{sys.executable} -m mcp_stateless.cli serve examples/conformance_server.py:app --stdio"
-CATALOG = f"{sys.executable} -m mcp_stateless.cli serve tests/apps/catalog_app.py:app --stdio"
+NOTES = f"{sys.executable} -m mcp_stateless.cli serve examples/notes.py:app --stdio"
 # Its fixtures that come and go live in the state store: a fresh one lists exactly the fixed set.
 FRESH_FIXTURES = FIXTURES + " --state memory://"
 RESOURCES = ("test://static-text  static-text (text/plain)  — A static text resource for testing\n"
@@ -55,9 +55,10 @@ def cli(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     (FIXTURES, ["call", "test_error_handling"], "This tool intentionally returns an error for testing\n", 1),
     (FRESH_FIXTURES, ["resources"], RESOURCES, 0),
     (FRESH_FIXTURES, ["prompts"], PROMPTS, 0),
-    (CATALOG, ["resources"], "notes://today  today\nnotes://day/{date}  day (text/plain)  — The notes of one day\n", 0),
-    (CATALOG, ["prompts"], "summarize(topic, style?)  — Summarize a topic\n", 0),
-    (CATALOG, ["prompt", "summarize", "topic=tea"], "user: Summarize tea in a plain style.\n", 0),
+    (NOTES, ["resources"], "notes://today  today (text/plain)  — Today's note.\nnotes://day/{date}  day "
+     "(text/plain)  — The note of one day (a template: the client fills in the date).\n", 0),
+    (NOTES, ["prompts"], "summarize(topic, style?)  — Ask for a summary of a topic.\n", 0),
+    (NOTES, ["prompt", "summarize", "topic=tea"], "user: Summarize tea in a plain style.\n", 0),
     (FIXTURES, ["read", "test://static-text"], "This is the content of the static text resource.\n", 0),
     (FIXTURES, ["read", "test://static-binary"], "[blob image/png, 96 base64 chars]\n", 0),
     (FIXTURES, ["read", "test://template/7/data"], '{"id":"7","templateTest":true,"data":"Data for ID: 7"}\n', 0),
