@@ -114,6 +114,7 @@ def test_blocks_that_show_an_example_file_are_that_file() -> None:
     echo = (ROOT / "examples/echo.py").read_text()
     assert readme_block('App("echo"', "python") == echo
     assert readme_block("def greet", "python") in (ROOT / "examples/greet.py").read_text()
+    assert readme_block('App("notes"', "python") == (ROOT / "examples/notes.py").read_text()
     [mounting] = [b for b in blocks(ROOT / "docs/serving.md", "python") if "api.mount" in b]
     assert mounting in (ROOT / "examples/mounted_fastapi.py").read_text()
     assert "uvicorn --app-dir examples mounted_fastapi:api" in (ROOT / "examples/mounted_fastapi.py").read_text()
@@ -133,6 +134,65 @@ def test_every_named_app_loads_and_has_the_tools_called_on_it() -> None:
     readme = (ROOT / "README.md").read_text()
     called = set(re.findall(r"--tool-name (\w+)", readme)) | set(re.findall(r"mcp-stateless call URL (\w+)", readme))
     assert called and called <= tools["examples/echo.py"], called - tools["examples/echo.py"]
+
+
+def promised(block: str) -> tuple[list[str], list[tuple[str, str]]]:
+    """A bash block whose comments say what each command prints: its setup lines (the variables it sets),
+    then (command, promise) for each `mcp-stateless` line, the promise up to a trailing `...` (what one line
+    of the command's output starts with)."""
+    setup, found = [], []
+    for line in block.splitlines():
+        command, sep, comment = line.partition("  # ")
+        if command.startswith(".venv/bin/mcp-stateless "):
+            assert sep, f"no promise on {line!r}"
+            found.append((command.strip(), comment.strip().removesuffix("...").rstrip()))
+        else:
+            setup.append(command.strip())
+    return setup, found
+
+
+def keeps_its_promises(setup: list[str], lines: list[tuple[str, str]]) -> None:
+    for command, promise in lines:
+        r = sh("\n".join([*setup, command]))
+        assert r.returncode == 0, (command, r.stderr)
+        assert any(line.startswith(promise) for line in r.stdout.splitlines()), (command, promise, r.stdout)
+
+
+@pytest.mark.slow
+def test_the_cli_pages_resource_and_prompt_commands_print_what_their_comments_say() -> None:
+    [block] = [b for b in blocks(ROOT / "docs/cli.md", "bash") if "mcp-stateless resources" in b]
+    setup, lines = promised(block)
+    assert setup == ["U=http://127.0.0.1:3001/mcp"]
+    assert [c.split()[1] for c, _ in lines] == ["resources", "read", "prompts", "prompt"]
+    argv = [CLI, "serve", "examples/conformance_server.py:app", "--http", "127.0.0.1:{port}", "--state", "memory://"]
+    with http_server(argv, "the conformance server", cwd=ROOT) as url:
+        keeps_its_promises([f"U={url}"], lines)
+
+
+@pytest.mark.slow
+def test_the_readmes_resource_and_prompt_commands_print_what_their_comments_say() -> None:
+    setup, lines = promised(readme_block("mcp-stateless resources"))
+    assert setup == ['NOTES=".venv/bin/mcp-stateless serve examples/notes.py:app --stdio"']
+    assert [c.split()[1] for c, _ in lines] == ["resources", "read", "prompts", "prompt"]
+    keeps_its_promises(setup, lines)
+
+
+def test_the_readme_names_every_extra() -> None:
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    [install] = [p for p in (ROOT / "README.md").read_text().split("\n\n") if "plus any of the extras:" in p]
+    named = re.findall(r"`([\w-]+)` \(", install.partition("plus any of the extras:")[2])  # each, then its use
+    assert named == list(extras), (named, list(extras))
+
+
+def test_the_docs_index_lists_every_page_once_with_a_line() -> None:
+    index = (ROOT / "docs/README.md").read_text()
+    pages = sorted(p.name for p in (ROOT / "docs").glob("*.md") if p.name != "README.md")
+    entries = re.findall(r"^- \[([\w-]+\.md)\]\(([\w-]+\.md)\): (.+)$", index, re.M)
+    assert sorted(name for name, _, _ in entries) == pages
+    assert all(name == target for name, target, _ in entries)
+    assert "docs/README.md" in (ROOT / "README.md").read_text()
 
 
 @pytest.mark.slow

@@ -19,6 +19,19 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 ECHO = f"{sys.executable} -m mcp_stateless.cli serve examples/echo.py:app --stdio"
 FIXTURES = f"{sys.executable} -m mcp_stateless.cli serve examples/conformance_server.py:app --stdio"
+NOTES = f"{sys.executable} -m mcp_stateless.cli serve examples/notes.py:app --stdio"
+# Its fixtures that come and go live in the state store: a fresh one lists exactly the fixed set.
+FRESH_FIXTURES = FIXTURES + " --state memory://"
+RESOURCES = ("test://static-text  static-text (text/plain)  — A static text resource for testing\n"
+             "test://static-binary  static-binary (image/png)  — A static binary resource (PNG)\n"
+             "test://watched-resource  watched-resource (text/plain)  — A resource to subscribe to\n"
+             "test://template/{id}/data  template-data (application/json)  — A resource template with an id "
+             "parameter\n")
+PROMPTS = ("test_simple_prompt()  — A simple prompt without arguments\n"
+           "test_prompt_with_arguments(arg1, arg2)  — A prompt with required arguments\n"
+           "test_prompt_with_embedded_resource(resourceUri)  — A prompt that includes an embedded resource\n"
+           "test_prompt_with_image()  — A prompt that includes image content\n"
+           "test_input_required_result_prompt()  — A prompt that asks the client for context through MRTR\n")
 
 
 def cli(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
@@ -40,6 +53,12 @@ def cli(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     (FIXTURES, ["call", "test_embedded_resource"],
      "[resource test://embedded-resource]\nThis is an embedded resource content.\n", 0),
     (FIXTURES, ["call", "test_error_handling"], "This tool intentionally returns an error for testing\n", 1),
+    (FRESH_FIXTURES, ["resources"], RESOURCES, 0),
+    (FRESH_FIXTURES, ["prompts"], PROMPTS, 0),
+    (NOTES, ["resources"], "notes://today  today (text/plain)  — Today's note.\nnotes://day/{date}  day "
+     "(text/plain)  — The note of one day (a template: the client fills in the date).\n", 0),
+    (NOTES, ["prompts"], "summarize(topic, style?)  — Ask for a summary of a topic.\n", 0),
+    (NOTES, ["prompt", "summarize", "topic=tea"], "user: Summarize tea in a plain style.\n", 0),
     (FIXTURES, ["read", "test://static-text"], "This is the content of the static text resource.\n", 0),
     (FIXTURES, ["read", "test://static-binary"], "[blob image/png, 96 base64 chars]\n", 0),
     (FIXTURES, ["read", "test://template/7/data"], '{"id":"7","templateTest":true,"data":"Data for ID: 7"}\n', 0),
@@ -80,10 +99,66 @@ def test_json_output() -> None:
     (["tools", "http://127.0.0.1:1/mcp", "extra"],
      "mcp-stateless: error: unrecognized arguments: extra (see `mcp-stateless --help`)", 2),
     (["read", "--stdio", ECHO, "x://y"], "mcp-stateless: server error -32601: Method not found: resources/read", 1),
+    (["resources", "--stdio", ECHO], "mcp-stateless: server error -32601: Method not found: resources/list", 1),
+    (["prompts", "--stdio", ECHO], "mcp-stateless: server error -32601: Method not found: prompts/list", 1),
+    (["prompts", "--stdio", ECHO, "extra"], "mcp-stateless: error: unexpected arguments: extra", 2),
 ])
 def test_errors_are_one_line_with_their_exit_status(args: list[str], err: str, status: int) -> None:
     r = cli(*args)
     assert (r.stderr.strip(), r.returncode, r.stdout) == (err, status, "")
+
+
+def test_resources_and_prompts_as_json() -> None:
+    r = cli("resources", "--stdio", FRESH_FIXTURES, "--json")
+    assert r.returncode == 0, r.stderr
+    listed = json.loads(r.stdout)
+    assert sorted(listed) == ["resourceTemplates", "resources"]
+    assert [x["uri"] for x in listed["resources"]] == ["test://static-text", "test://static-binary",
+                                                       "test://watched-resource"]
+    assert listed["resourceTemplates"] == [{"uriTemplate": "test://template/{id}/data", "name": "template-data",
+                                            "description": "A resource template with an id parameter",
+                                            "mimeType": "application/json"}]
+    r = cli("prompts", "--stdio", FRESH_FIXTURES, "--json")
+    assert r.returncode == 0, r.stderr
+    prompts = {p["name"]: p for p in json.loads(r.stdout)}
+    assert prompts["test_prompt_with_arguments"]["arguments"] == [
+        {"name": "arg1", "required": True}, {"name": "arg2", "required": True}]
+
+
+def test_resources_and_prompts_over_http() -> None:
+    argv = [CLI, "serve", "examples/conformance_server.py:app", "--http", "127.0.0.1:{port}",
+            "--log-level", "warning", "--state", "memory://"]
+    with http_server(argv, "conformance server", cwd=ROOT) as url:
+        r = cli("resources", url)
+        assert (r.stdout, r.stderr, r.returncode) == (RESOURCES, "", 0)
+        r = cli("prompts", url)
+        assert (r.stdout, r.stderr, r.returncode) == (PROMPTS, "", 0)
+
+
+GREET = f"{sys.executable} -m mcp_stateless.cli serve examples/greet.py:app --stdio"
+
+
+def test_an_elicitation_without_a_terminal_is_declined_and_said_so() -> None:
+    r = cli("call", "--stdio", GREET, "greet")
+    assert (r.stdout, r.returncode) == ("Hello, stranger!\n", 0)
+    assert r.stderr == ('mcp-stateless: declined the server\'s elicitation "What is your name?": stdin is not a '
+                        "terminal\n")
+
+
+def test_an_elicitation_is_asked_at_the_terminal_on_stderr() -> None:
+    import os
+    import pty
+
+    controller, terminal = pty.openpty()
+    try:
+        os.write(controller, b"Ada\n")
+        r = subprocess.run([CLI, "call", "--stdio", GREET, "greet"], cwd=ROOT, capture_output=True, text=True,
+                           timeout=30, stdin=terminal)
+    finally:
+        os.close(terminal)
+        os.close(controller)
+    assert (r.stdout, r.returncode) == ("Hello, Ada!\n", 0)  # the question is not in the result
+    assert r.stderr == "? What is your name?\n  name (string): "
 
 
 def test_unreachable_server_exits_1() -> None:

@@ -92,7 +92,8 @@ def test_wait_answers_the_tasks_input_request(url: str) -> None:
     tid = start_task(url, "confirm_delete", "filename=notes.txt")
     r = cli("task", "wait", url, tid, "--wait-timeout", "30")
     assert (r.returncode, r.stdout) == (0, "Kept notes.txt\n"), r.stderr
-    assert r.stderr.startswith("? Delete notes.txt?\n")
+    assert r.stderr == ('mcp-stateless: declined the server\'s elicitation "Delete notes.txt?": stdin is not a '
+                        "terminal\n")
 
 
 @pytest.mark.slow

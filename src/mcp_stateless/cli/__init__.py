@@ -1,11 +1,11 @@
 """The `mcp-stateless` command line: one module per command group, each registering its subcommands.
 
 `serve` (serve.py) runs an app over stdio or Streamable HTTP; `contract` (contract.py) prints its Server
-Card; discover, tools, call, read, prompt, listen and complete (client.py) and task (task.py) talk to a
-server, with the token `login` (login.py) stored; audit (audit.py) checks one for hidden state; install
-(install.py) registers an app with an MCP host; inventory (inventory.py) lists hidden state in a legacy
-server's source. Each subcommand carries its
-`run(args) -> exit status`; `main` only parses and dispatches, so adding a group (inventory, bridge) is
+Card; discover, tools, call, resources, read, prompts, prompt, listen and complete (client.py) and task
+(task.py) talk to a server, with the token `login` (login.py) stored; audit (audit.py) checks one for
+hidden state; install (install.py) registers an app with an MCP host; inventory (inventory.py) lists
+hidden state in a legacy server's source. Each subcommand carries its `run(args) -> exit status`; `main`
+only parses and dispatches, so adding a group (inventory, bridge) is
 one module and one line below.
 """
 

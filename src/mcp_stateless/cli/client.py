@@ -1,4 +1,4 @@
-"""Client commands of `mcp-stateless`: discover, tools, call, read, prompt, listen, complete.
+"""Client commands of `mcp-stateless`: discover, tools, call, resources, read, prompts, prompt, listen, complete.
 
 Over HTTP they send the token `mcp-stateless login` stored for the server, if any.
 
@@ -33,6 +33,9 @@ def add_target(p: argparse.ArgumentParser) -> None:
                    help="protocol version: auto (default; probe, fall back to legacy) or a version to pin")
     p.add_argument("--json", action="store_true", help="print JSON instead of readable text")
     p.add_argument("--timeout", type=float, default=60.0, help="per-request timeout in seconds (default 60)")
+    p.add_argument("--verbose", action="store_true",
+                   help="with --stdio: pass the server's stderr through as it is written (by default it is held "
+                        "back, and its last lines are shown only when the command fails)")
     token_store_option(p)
 
 
@@ -40,7 +43,9 @@ _USAGE = {
     "discover": ("show a server's versions, capabilities and identity", ""),
     "tools": ("list a server's tools", ""),
     "call": ("call a tool: call TARGET TOOL key=value … (values may be JSON)", "TOOL [KEY=VALUE ...]"),
+    "resources": ("list a server's resources, then its resource templates", ""),
     "read": ("read a resource", "URI"),
+    "prompts": ("list a server's prompts", ""),
     "prompt": ("get a prompt: prompt TARGET NAME key=value …", "NAME [KEY=VALUE ...]"),
     "listen": ("print change notifications until interrupted", ""),
     "complete": ("complete an argument: complete TARGET --prompt NAME ARG=PARTIAL (or --resource TEMPLATE "
@@ -124,13 +129,23 @@ def parse_kv(items: list[str], *, strings: bool = False) -> dict[str, Any]:
 
 
 def _elicit_tty(params: dict[str, Any]) -> dict[str, Any]:
-    print(f"? {params.get('message', 'The server asks for input')}", file=sys.stderr)
+    """Ask the server's question at the terminal (on stderr, so stdout carries the result only); without a
+    terminal on stdin nobody can answer, so it is declined, and the user is told it was asked."""
+    message = params.get("message", "The server asks for input")
+    if not sys.stdin.isatty():
+        print(f"mcp-stateless: declined the server's elicitation {json.dumps(message, ensure_ascii=False)}: "
+              "stdin is not a terminal", file=sys.stderr)
+        return {"action": "decline"}
+    print(f"? {message}", file=sys.stderr)
     schema = params.get("requestedSchema") or {}
     content: dict[str, Any] = {}
     for name, prop in (schema.get("properties") or {}).items():
-        if not sys.stdin.isatty():
+        sys.stderr.write(f"  {name} ({prop.get('type', 'string')}): ")
+        sys.stderr.flush()
+        answer = sys.stdin.readline()
+        if not answer:  # end of input: no answer
             return {"action": "decline"}
-        answer = input(f"  {name} ({prop.get('type', 'string')}): ")
+        answer = answer.rstrip("\r\n")
         try:
             content[name] = json.loads(answer) if prop.get("type") != "string" else answer
         except ValueError:
@@ -152,7 +167,13 @@ def open_client(args: Any, *, tasks: bool = False, line: StatusLine | None = Non
     kw: dict[str, Any] = {"version": args.protocol_version, "timeout": args.timeout, "elicitation": elicit,
                           "tasks": tasks}
     if args.stdio is not None:
-        return Client(stdio=args.stdio, **kw)
+        import asyncio
+
+        # A server's stderr is its own diagnostics (a 1.x server logs a page of warnings for the probe alone):
+        # noise on success, the explanation on failure, so it is held back and shown by `drive` if needed.
+        client = Client(stdio=args.stdio, stderr=None if args.verbose else asyncio.subprocess.PIPE, **kw)
+        args.held_stderr = client.channel
+        return client
     from ..client.oauth import FileTokenStore, OAuth
 
     # The token `mcp-stateless login` stored (refreshed when it expires); no new authorization from here.
@@ -222,6 +243,25 @@ async def _run(args: Any) -> int:
                 print_task(handle.task, args.json)
                 return 0
             return print_result(await handle.wait(), args.json)
+        elif cmd == "resources":
+            resources = await c.list_resources()
+            templates = await _resource_templates(c)
+            if args.json:
+                _dump({"resources": resources, "resourceTemplates": templates})
+            else:
+                for r in resources:
+                    print(_described(f"{r.get('uri')}  {r.get('name', '')}", r))
+                for t in templates:  # told apart by the {variables} of their URI template
+                    print(_described(f"{t.get('uriTemplate')}  {t.get('name', '')}", t))
+        elif cmd == "prompts":
+            prompts = await c.list_prompts()
+            if args.json:
+                _dump(prompts)
+            else:
+                for pr in prompts:
+                    names = [f"{a.get('name')}" + ("" if a.get("required") else "?")
+                             for a in pr.get("arguments") or [] if isinstance(a, dict)]
+                    print(_described(f"{pr.get('name')}({', '.join(names)})", pr))
         elif cmd == "read":
             result = await c.read_resource(args.uri)
             if args.json:
@@ -275,6 +315,25 @@ async def _run(args: Any) -> int:
     return 0
 
 
+async def _resource_templates(c: Client) -> list[dict[str, Any]]:
+    """The server's resource templates; none when it lists resources but not templates (some 2025 servers)."""
+    from ..protocol.errors import METHOD_NOT_FOUND, McpError
+
+    try:
+        return await c.list_resource_templates()
+    except McpError as e:
+        if e.code != METHOD_NOT_FOUND:
+            raise
+        return []
+
+
+def _described(head: str, item: dict[str, Any]) -> str:
+    """One line of a listing: `head`, the item's MIME type if it has one, its description if any."""
+    mime = item.get("mimeType")
+    line = head.rstrip() + (f" ({mime})" if mime else "")
+    return line + (f"  — {item['description']}" if item.get("description") else "")
+
+
 def print_result(result: dict[str, Any], as_json: bool) -> int:
     """A CallToolResult on stdout; the exit status says whether the tool reported an error."""
     if as_json:
@@ -315,11 +374,27 @@ def _print_event(ev: ServerEvent, as_json: bool) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    return drive(_run(args))
+    return drive(_run(args), args)
 
 
-def drive(command: Coroutine[Any, Any, int]) -> int:
-    """Run one client command; usage mistakes raise `CliError` (exit status 2), failures exit 1."""
+# The lines of a stdio server's held-back stderr shown when a command fails.
+STDERR_LINES = 20
+
+
+def drive(command: Coroutine[Any, Any, int], args: argparse.Namespace) -> int:
+    """Run one client command; usage mistakes raise `CliError` (exit status 2), failures exit 1 (and show the
+    end of a stdio server's stderr, held back until then)."""
+    status = _drive(command)
+    held = getattr(args, "held_stderr", None)
+    if status == 1 and held is not None:
+        lines = held.stderr_tail.splitlines()[-STDERR_LINES:]
+        if lines:
+            print("mcp-stateless: the server's stderr ended with (--verbose shows all of it):\n  "
+                  + "\n  ".join(lines), file=sys.stderr)
+    return status
+
+
+def _drive(command: Coroutine[Any, Any, int]) -> int:
     import asyncio
 
     from ..client import ChannelError, ClientError, TaskCancelled

@@ -35,6 +35,9 @@ def register(sub: Any) -> None:
     p.add_argument("--port", type=int, default=0, help="loopback port for the redirect (default: any free one)")
     p.add_argument("--no-browser", action="store_true", help="only print the authorization URL")
     p.add_argument("--wait", type=float, default=300.0, help="seconds to wait for the redirect (default 300)")
+    p.add_argument("--timeout", type=float, default=10.0,
+                   help="seconds for each exchange with the server or its authorization server, body "
+                        "included (default 10)")
     token_store_option(p)
 
 
@@ -58,7 +61,7 @@ async def _login(args: Any) -> int:
     store = FileTokenStore(args.token_store)
     pre = [PreRegistered(args.client_id, secret, args.client_issuer)] if args.client_id else []
     oauth = OAuth(authorizer=authorizer, store=store, pre_registered=pre, client_metadata_url=args.client_metadata_url,
-                  client_name="mcp-stateless", scopes=args.scope)
+                  client_name="mcp-stateless", scopes=args.scope, timeout=args.timeout)
     try:
         challenge = await _challenge(oauth, args.url)
         tokens = await oauth.login(args.url, challenge)
@@ -71,15 +74,22 @@ async def _login(args: Any) -> int:
 
 
 async def _challenge(oauth: Any, url: str) -> str | None:
-    """The server's own 401 challenge (its scope and metadata URL), asked for with an unsigned request."""
+    """The server's own 401 challenge (its scope and metadata URL), asked for with an unsigned request; its
+    head must arrive within the login's timeout (the body is not read)."""
+    import asyncio
+
     from ..client.http11 import HttpError, HttpUrl, Pool
 
+    timeout = oauth.http.timeout
     pool = Pool(max_idle=0)
     try:
-        resp = await pool.request("POST", HttpUrl.parse(url), {"Content-Type": "application/json",
-                                                               "Accept": "application/json, text/event-stream"},
-                                  b"{}", timeout=oauth.http.timeout)
+        async with asyncio.timeout(timeout):
+            resp = await pool.request("POST", HttpUrl.parse(url), {"Content-Type": "application/json",
+                                                                   "Accept": "application/json, text/event-stream"},
+                                      b"{}", timeout=None)
         await resp.aclose()
+    except TimeoutError:
+        raise CliError(f"cannot reach {url}: no answer within {timeout:g} s") from None
     except HttpError as e:
         raise CliError(f"cannot reach {url}: {e}") from None
     finally:

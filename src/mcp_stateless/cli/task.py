@@ -44,7 +44,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    return drive(_run(args))
+    return drive(_run(args), args)
 
 
 async def _run(args: Any) -> int:

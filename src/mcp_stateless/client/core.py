@@ -97,6 +97,8 @@ class Client:
     `version`: "auto" (probe with server/discover, fall back to the legacy handshake), a modern version
     (pinned, no probe) or a legacy one (go straight to `initialize`). `era_cache` remembers the probe's
     outcome per server; share one between clients to probe each server once. `auth` signs every HTTP request.
+    `stderr` (stdio): the server's stderr; None inherits this process's, `asyncio.subprocess.PIPE` captures
+    it and keeps its end as `client.channel.stderr_tail` (see `StdioChannel`).
     """
 
     def __init__(

@@ -25,6 +25,24 @@ class ConnectionLost(HttpError):
     """The connection closed before (or while) the response arrived."""
 
 
+class BodyTooLarge(HttpError):
+    """A response body went past the limit its reader set: the rest was never read."""
+
+
+_PIECE = 65536  # the most of a body read at once
+
+
+async def bounded(chunks: AsyncIterator[bytes], limit: int, refusal: str) -> AsyncIterator[bytes]:
+    """`chunks` until more than `limit` bytes have passed, then `BodyTooLarge(refusal)`: the one capped reader
+    for bodies a peer may make endless (metadata documents, an audited server's answers)."""
+    seen = 0
+    async for chunk in chunks:
+        seen += len(chunk)
+        if seen > limit:
+            raise BodyTooLarge(refusal)
+        yield chunk
+
+
 @dataclass(frozen=True, slots=True)
 class HttpUrl:
     """An http(s) URL split the way a request needs it: where to connect, and the request target."""
@@ -114,16 +132,26 @@ class Response:
                 while True:
                     line = await reader.readuntil(b"\r\n")
                     size = int(line.split(b";", 1)[0].strip(), 16)
+                    if size < 0:
+                        raise ValueError(f"negative chunk size {size}")
                     if size == 0:
                         while (await reader.readuntil(b"\r\n")) != b"\r\n":  # trailers
                             pass
                         break
-                    data = await reader.readexactly(size + 2)
-                    yield data[:-2]
+                    # In pieces, like a Content-Length body: a chunk may declare any size, and a reader that
+                    # caps the body must see its bytes before they are all in memory.
+                    while size > 0:
+                        data = await reader.read(min(size, _PIECE))
+                        if not data:
+                            raise ConnectionLost("connection closed in the middle of a chunk")
+                        size -= len(data)
+                        yield data
+                    if await reader.readexactly(2) != b"\r\n":
+                        raise ValueError("no CRLF after a chunk")
             elif self._length is not None:
                 left = self._length
                 while left > 0:
-                    data = await reader.read(min(left, 65536))
+                    data = await reader.read(min(left, _PIECE))
                     if not data:
                         raise ConnectionLost("connection closed in the middle of the response body")
                     left -= len(data)
@@ -131,7 +159,7 @@ class Response:
             else:
                 self._keep_alive = False
                 while True:
-                    data = await reader.read(65536)
+                    data = await reader.read(_PIECE)
                     if not data:
                         break
                     yield data
@@ -317,4 +345,4 @@ class _StaleConnection(ConnectionLost):
     """A reused keep-alive connection the server had closed: retried once on a fresh one, never raised."""
 
 
-__all__ = ["ConnectionLost", "HttpError", "HttpUrl", "Pool", "Response"]
+__all__ = ["BodyTooLarge", "ConnectionLost", "HttpError", "HttpUrl", "Pool", "Response", "bounded"]

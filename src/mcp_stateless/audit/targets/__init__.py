@@ -11,10 +11,10 @@ targets get traffic; every process the auditor starts, it stops.
 `stdio` one kind of target each.
 """
 
-from .base import BODY_MAX, MESSAGES_MAX, BodyTooLarge, Lane, Restart, Stream, Target, TargetError, bounded
+from .base import BODY_MAX, MESSAGES_MAX, TOO_LARGE, Lane, Restart, Stream, Target, TargetError
 from .http import HttpTarget
 from .launched import LaunchedTarget, free_port
 from .stdio import StdioTarget
 
-__all__ = ["BODY_MAX", "MESSAGES_MAX", "BodyTooLarge", "HttpTarget", "Lane", "LaunchedTarget", "Restart",
-           "StdioTarget", "Stream", "Target", "TargetError", "bounded", "free_port"]
+__all__ = ["BODY_MAX", "MESSAGES_MAX", "TOO_LARGE", "HttpTarget", "Lane", "LaunchedTarget", "Restart", "StdioTarget",
+           "Stream", "Target", "TargetError", "free_port"]

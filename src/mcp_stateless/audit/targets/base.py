@@ -24,18 +24,8 @@ MESSAGES_MAX = 1000  # messages kept per exchange or stream: a server flooding n
 BODY_MAX = 16 * 1024 * 1024
 
 
-class BodyTooLarge(Exception):
-    """A response went past BODY_MAX bytes: the auditor stopped reading it."""
-
-
-async def bounded(chunks: AsyncIterator[bytes], limit: int = BODY_MAX) -> AsyncIterator[bytes]:
-    """`chunks` until `limit` bytes have passed, then BodyTooLarge (the rest is never read)."""
-    seen = 0
-    async for chunk in chunks:
-        seen += len(chunk)
-        if seen > limit:
-            raise BodyTooLarge(f"the response went past {limit // (1024 * 1024)} MiB: the auditor stopped reading it")
-        yield chunk
+# What a body read past BODY_MAX is refused with (http11's BodyTooLarge, an HttpError).
+TOO_LARGE = f"the response went past {BODY_MAX // (1024 * 1024)} MiB: the auditor stopped reading it"
 
 
 class Recorder:
@@ -87,7 +77,7 @@ async def _pump(stream: Stream, source: AsyncIterator[Message]) -> None:
     try:
         async for m in source:
             stream.put(m)
-    except (HttpError, ClientError, ChannelError, BodyTooLarge) as e:
+    except (HttpError, ClientError, ChannelError) as e:
         stream.exchange.failure = str(e)
     finally:
         stream.ended.set()

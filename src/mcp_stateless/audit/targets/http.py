@@ -9,10 +9,10 @@ from typing import Literal
 
 import orjson
 
-from ...client.http11 import HttpError, HttpUrl, Pool
+from ...client.http11 import HttpError, HttpUrl, Pool, bounded
 from ...protocol.sse import decode_messages, iter_messages
 from ..wire import Exchange, Message, headers_for
-from .base import ACCEPT, MESSAGES_MAX, BodyTooLarge, Lane, Recorder, Restart, Stream, TargetError, bounded, streaming
+from .base import ACCEPT, BODY_MAX, MESSAGES_MAX, TOO_LARGE, Lane, Recorder, Restart, Stream, TargetError, streaming
 
 
 async def http_exchange(pool: Pool, url: str, message: Message | None, *, instance: int, http_method: str,
@@ -26,20 +26,20 @@ async def http_exchange(pool: Pool, url: str, message: Message | None, *, instan
             ex.status, ex.response_headers = resp.status, dict(resp.headers)
             try:
                 if resp.content_type == "text/event-stream":
-                    async for m in iter_messages(bounded(resp.iter_bytes())):
+                    async for m in iter_messages(bounded(resp.iter_bytes(), BODY_MAX, TOO_LARGE)):
                         done = "method" not in m and m.get("id") == want and want is not None
                         if done or len(ex.messages) < MESSAGES_MAX - 1:  # room for the response, always
                             ex.messages.append(m)
                         if done:
                             break  # the response ends the exchange, whatever the stream does next
                 else:
-                    ex.body = b"".join([c async for c in bounded(resp.iter_bytes())])
+                    ex.body = b"".join([c async for c in bounded(resp.iter_bytes(), BODY_MAX, TOO_LARGE)])
                     ex.messages = decode_messages(ex.body) if ex.body[:1] in (b"{", b"[") else []
             finally:
                 await resp.aclose()
     except TimeoutError:
         ex.failure, ex.timed_out = f"no complete response within {timeout:g} s", True
-    except (HttpError, BodyTooLarge) as e:
+    except HttpError as e:
         ex.failure = str(e)
     return ex
 
@@ -159,10 +159,10 @@ class HttpTarget(Recorder):
             resp = await pool.request("POST", HttpUrl.parse(url), headers, orjson.dumps(message), timeout=10.0)
             st.exchange.status, st.exchange.response_headers = resp.status, dict(resp.headers)
             if resp.content_type == "text/event-stream":
-                async for m in iter_messages(bounded(resp.iter_bytes())):
+                async for m in iter_messages(bounded(resp.iter_bytes(), BODY_MAX, TOO_LARGE)):
                     yield m
             else:
-                for m in decode_messages(b"".join([c async for c in bounded(resp.iter_bytes())])):
+                for m in decode_messages(b"".join([c async for c in bounded(resp.iter_bytes(), BODY_MAX, TOO_LARGE)])):
                     yield m
 
         try:

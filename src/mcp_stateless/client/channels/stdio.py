@@ -19,6 +19,9 @@ from ..errors import ChannelError, ServerLost
 from .base import Message, Restarted, Unsolicited, log
 
 _END = object()
+# How much of a server's stderr a channel keeps when it captures it (`stderr=asyncio.subprocess.PIPE`): the
+# end is what explains a failure, and a server flooding its stderr must not grow the client.
+STDERR_TAIL_BYTES = 64 * 1024
 
 
 class StdioExchange:
@@ -56,7 +59,11 @@ class StdioExchange:
 
 
 class StdioChannel:
-    """Spawns the server; requests are interleaved on one pipe and demultiplexed by id / token / subscription."""
+    """Spawns the server; requests are interleaved on one pipe and demultiplexed by id / token / subscription.
+
+    `stderr`: the server's stderr. None: this process's own; a file descriptor: that file;
+    `asyncio.subprocess.PIPE`: captured, always drained (a server writing a lot never blocks on it), its last
+    STDERR_TAIL_BYTES kept as `stderr_tail` (every process the channel started, restarts included)."""
 
     kind = "stdio"
     mirrors_headers = False
@@ -89,6 +96,26 @@ class StdioChannel:
         self._lock = asyncio.Lock()
         self._closed = False
         self._returncode: int | None = None
+        self._stderr_kept = bytearray()
+        self._stderr_trimmed = False
+        self._drains: list[asyncio.Task[None]] = []
+
+    @property
+    def stderr_tail(self) -> str:
+        """The end of what the server wrote on its stderr, whole lines only (captured with `stderr=PIPE`)."""
+        data = bytes(self._stderr_kept)
+        if self._stderr_trimmed:
+            data = data.partition(b"\n")[2]  # the first line was cut by the trim
+        return data.decode("utf-8", "replace")
+
+    async def _drain_stderr(self, stream: asyncio.StreamReader) -> None:
+        kept = self._stderr_kept
+        with contextlib.suppress(ConnectionError, ValueError):
+            while data := await stream.read(65536):
+                kept += data
+                if len(kept) > STDERR_TAIL_BYTES:
+                    del kept[:len(kept) - STDERR_TAIL_BYTES]
+                    self._stderr_trimmed = True
 
     @property
     def key(self) -> str:
@@ -131,7 +158,11 @@ class StdioChannel:
         except OSError as e:
             raise ChannelError(f"cannot start {self.argv[0]!r}: {e.strerror or e}") from None
         self._returncode = None
-        self._reader = asyncio.get_running_loop().create_task(self._read(self.proc))
+        loop = asyncio.get_running_loop()
+        self._reader = loop.create_task(self._read(self.proc))
+        if self.proc.stderr is not None:
+            self._drains = [t for t in self._drains if not t.done()]
+            self._drains.append(loop.create_task(self._drain_stderr(self.proc.stderr)))
 
     async def _read(self, proc: asyncio.subprocess.Process) -> None:
         assert proc.stdout is not None
@@ -252,6 +283,9 @@ class StdioChannel:
         if self._reader is not None:
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(self._reader, 1.0)
+        for drain in self._drains:  # the stderr written before the exit, read to its end (or for a second,
+            with contextlib.suppress(BaseException):  # when a child of the server still holds it open)
+                await asyncio.wait_for(drain, 1.0)
 
 
 def _k(v: Any) -> Any:
