@@ -23,6 +23,8 @@ import orjson
 from ..client.channels import Channel
 from ..client.handlers import Handlers
 from ..client.legacy import LegacySession
+from ..protocol import errors
+from ..protocol.errors import McpError
 
 log = logging.getLogger("mcp_stateless.bridge")
 
@@ -30,6 +32,17 @@ log = logging.getLogger("mcp_stateless.bridge")
 ASKING = ("elicitation", "sampling", "roots")
 
 Asker = Callable[[str, dict[str, Any]], Any]
+
+
+def unprompted(method: str) -> McpError:
+    """The answer to a server->client request no modern call can be asked: a 2026-07-28 client is asked
+    only inside one of its requests (MRTR), and it leaves nothing (roots included) for the bridge to answer
+    from later. An upstream that asks right after `initialized`, or after the call that held the session
+    ended, is told so instead of waiting for an answer that cannot come."""
+    return McpError(errors.INVALID_REQUEST,
+                    f"{method} cannot be answered here: the 2026-07-28 client behind this bridge is asked only "
+                    "during its own tools/call, prompts/get or resources/read, and none is in flight on this "
+                    "session")
 
 
 def pool_key(capabilities: Mapping[str, Any], principal: str | None) -> str:
@@ -78,7 +91,7 @@ class UpstreamPool:
             async def ask(params: dict[str, Any]) -> Any:
                 lease = lease_ref[0] if lease_ref else None
                 if lease is None or lease.ask is None:
-                    raise RuntimeError(f"{method} arrived with no call in flight to ask")
+                    raise unprompted(method)
                 return await lease.ask(method, params)
             return ask
 
@@ -90,7 +103,10 @@ class UpstreamPool:
             roots=asker("roots/list") if "roots" in capabilities else None,
         )
 
-    async def acquire(self, capabilities: Mapping[str, Any], principal: str | None) -> Lease:
+    async def acquire(self, capabilities: Mapping[str, Any], principal: str | None, *,
+                      ask: Asker | None = None) -> Lease:
+        """A session for one call; `ask` (an exclusive call's) takes its server->client requests from the
+        start, so one the upstream sends right after `initialized` already belongs to the call."""
         key = pool_key(capabilities, principal)
         exclusive = any(k in capabilities for k in ASKING)
         deadline = time.monotonic() + self.acquire_timeout
@@ -101,6 +117,8 @@ class UpstreamPool:
                     if lease.key == key and not lease.broken and (not exclusive or lease.busy == 0):
                         lease.busy += 1
                         lease.last_used = time.monotonic()
+                        if exclusive:
+                            lease.ask = ask
                         return lease
                 if len(self.leases) >= self.max_sessions:
                     idle = [le for le in self.leases if le.busy == 0]
@@ -117,7 +135,7 @@ class UpstreamPool:
             ref: list[Lease] = []
             session = LegacySession(self.channel_factory(), self._handlers(capabilities, ref), self.client_info,
                                     timeout=self.timeout, on_notification=self.on_notification)
-            lease = Lease(key, session, exclusive, busy=1)
+            lease = Lease(key, session, exclusive, busy=1, ask=ask if exclusive else None)
             ref.append(lease)
             self.leases.append(lease)
         try:
@@ -155,8 +173,8 @@ class UpstreamPool:
 
     async def aclose(self) -> None:
         leases, self.leases = self.leases, []
-        for lease in leases:
-            await _close(lease.session)
+        # At once, not one after another: a stdio front's own client allows a short grace before SIGTERM.
+        await asyncio.gather(*(_close(lease.session) for lease in leases))
         if _closing:
             await asyncio.gather(*_closing, return_exceptions=True)
 

@@ -268,6 +268,8 @@ class LegacySession:
                 reply = jsonrpc.error_response(id_, method_not_found(method))
         except InvalidResult as e:  # a capability this client did not declare
             reply = jsonrpc.error_response(id_, McpError(METHOD_NOT_FOUND, str(e)))
+        except McpError as e:  # the handler's own refusal, code and message as it chose them
+            reply = jsonrpc.error_response(id_, e)
         except Exception as e:
             log.exception("handler for %s failed", method)
             reply = jsonrpc.error_response(id_, McpError(INTERNAL_ERROR, f"client handler failed: {e}"))

@@ -1,0 +1,85 @@
+"""A 2025-era upstream that asks `roots/list` on its own, not while answering one of the client's requests
+(tests/bridge/servers/roots_on_initialized.py, on the official Python SDK `mcp` 1.30.0 over stdio).
+
+A 2026-07-28 client gives roots only inside one of its requests (an MRTR round), so the bridge answers
+such an ask from the call that holds the upstream session when there is one (asked right after
+`initialized`, it belongs to the call the session was opened for), and otherwise refuses it with
+-32600 and a message saying why, at once: never an internal error, never a wait that cannot end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_stateless import Client
+from mcp_stateless.bridge import Bridge
+from mcp_stateless.client.channels import StdioChannel
+from services import need
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+MCP_1 = ROOT / ".cache" / "venv-mcp-1.30.0" / "bin" / "python"
+SERVER = Path(__file__).resolve().parent / "servers" / "roots_on_initialized.py"
+ROOTS = [{"uri": "file:///work/project", "name": "project"}]
+REFUSED = ("refused: -32600 roots/list cannot be answered here: the 2026-07-28 client behind this bridge is "
+           "asked only during its own tools/call, prompts/get or resources/read, and none is in flight on "
+           "this session")
+
+
+@pytest.fixture
+async def bridge() -> AsyncIterator[Bridge]:
+    need(MCP_1, "the mcp==1.30.0 venv (scripts/setup.sh)")
+    # -I: the fixture's own venv only
+    b = Bridge(lambda: StdioChannel([str(MCP_1), "-I", str(SERVER)]))
+    try:
+        yield b
+    finally:
+        await b.aclose()
+
+
+def text(result: dict[str, Any]) -> str:
+    (block,) = result["content"]
+    assert block["type"] == "text"
+    return str(block["text"])
+
+
+async def test_a_roots_ask_right_after_initialized_is_a_round_of_the_call_it_opened(bridge: Bridge) -> None:
+    asked: list[dict[str, Any]] = []
+
+    def roots(params: dict[str, Any]) -> list[dict[str, Any]]:
+        asked.append(params)
+        return ROOTS
+
+    async with Client(bridge, roots=roots) as client:
+        # The session is opened for this call (roots declared: a session of its own), so the upstream's
+        # ask right after initialized is this call's input_required round, answered by the handler.
+        got = await client.call_tool("outcome", {"which": "initialized"})
+    assert text(got) == "answered: file:///work/project"
+    assert asked == [{}]
+    assert bridge.pending == {}
+
+
+async def test_a_roots_ask_with_no_call_in_flight_is_refused_clearly(bridge: Bridge) -> None:
+    async with Client(bridge, roots=ROOTS) as client:
+        assert text(await client.call_tool("outcome", {"which": "initialized"})) == \
+            "answered: file:///work/project"
+        # The call returns at once; 0.2 s later the upstream asks on the same session, now held by no call.
+        assert text(await client.call_tool("ask_later", {"delay": 0.2})) == "asking later"
+        await asyncio.sleep(0.6)
+        # The same key, an idle session: this call gets the one that asked, and hears what it was told.
+        later = await client.call_tool("outcome", {"which": "later"})
+    assert text(later) == REFUSED
+    assert bridge.pool.opened == 2  # discover's session and the roots one: the refused ask broke nothing
+
+
+async def test_a_roots_ask_the_client_did_not_declare_is_refused(bridge: Bridge) -> None:
+    async with Client(bridge) as client:
+        got = await client.call_tool("outcome", {"which": "initialized"})
+    # The session declared no roots (the client has no handler), so there is nothing to ask.
+    assert text(got) == "refused: -32601 the server asked for roots, which this client did not declare"
