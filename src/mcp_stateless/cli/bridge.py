@@ -110,8 +110,10 @@ def make_bridge(args: argparse.Namespace, config: ServeConfig) -> Bridge:
             raise CliError("--upstream is empty")
 
         def factory() -> Channel:
-            # The upstream's stderr stays ours (its logs), its stdout is the protocol.
-            return StdioChannel(argv, env=dict(os.environ))
+            # The upstream's stderr stays ours (its logs), its stdout is the protocol. Its grace after stdin
+            # closes is short: a stdio front's own client sends SIGTERM 2 s after closing ours (the SDKs do),
+            # and every upstream must be gone by then, not orphaned.
+            return StdioChannel(argv, env=dict(os.environ), shutdown_timeout=0.5)
         per_principal = False
     else:
         url = args.upstream_url
