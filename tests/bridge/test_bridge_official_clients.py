@@ -19,7 +19,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -230,3 +232,52 @@ async def test_our_client(fronts: Fronts, front: str, upstream: str) -> None:
         got = await client.call_tool("trigger-elicitation-request", {})
         assert [c["text"] for c in got["content"]] == ELICITED
     assert asked == [ASKED]
+
+
+# ------------------------------------------------------------------------------ the stdio front's exit
+def _children(pid: int) -> set[int]:
+    out = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            # the ppid is the second field after the parenthesised command name
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                out.add(int(stat.parent.name))
+    return out
+
+
+@pytest.mark.parametrize("how", ["eof", "sigterm"])
+def test_a_stdio_front_exits_with_its_upstreams(fronts: Fronts, how: str) -> None:
+    """The SDKs' stdio clients end a server by closing its stdin, then SIGTERM 2 s later (the TypeScript
+    client's probe teardown: both at once, SIGKILL 1 s later). A bridge that died on SIGTERM would leave
+    its upstream processes running, holding the pipes it shared with them. Two sessions are open here (the
+    start-up probe's and one declaring roots, which the reference server asks 350 ms after initialized,
+    when no call holds it): either way the bridge closes both and exits with status 0, in under 2 s."""
+    proc = subprocess.Popen([*fronts.where("stdio", "stdio"), "--log-level", "warning"], cwd=ROOT,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        request = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"roots": {}}}}}
+        proc.stdin.write(json.dumps(request).encode() + b"\n")
+        proc.stdin.flush()
+        reply = json.loads(proc.stdout.readline())
+        assert [t["name"] for t in reply["result"]["tools"]] == [*BASE_TOOLS, "get-roots-list",
+                                                                 "simulate-research-query"]
+        time.sleep(0.6)  # the server's unprompted roots/list has come and been refused
+        # /usr/bin/env (see _env_prefix) execs the bridge: the pid is the bridge's
+        assert b"mcp-stateless" in Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+        upstreams = _children(proc.pid)
+        assert len(upstreams) == 2
+        started = time.monotonic()
+        proc.stdin.close()
+        if how == "sigterm":
+            proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+        assert time.monotonic() - started < 2.0
+        assert {p for p in upstreams if Path(f"/proc/{p}").exists()} == set()
+    finally:
+        stop_process(proc)
+    assert proc.stderr is not None
+    err = proc.stderr.read().decode()
+    assert "Traceback" not in err and "ERROR" not in err, err
