@@ -8,10 +8,10 @@ Clients: the TypeScript client `@modelcontextprotocol/client` 2.4.0 pinned to 20
 `--stdio` (the client launches the bridge). Upstreams: the server's stdio mode (`--upstream`) and its
 Streamable HTTP mode on a free port (`--upstream-url`).
 
-Each client discovers (the Inspector: `initialize`), lists tools, calls `get-sum` (and but for the Inspector,
-whose every call is a process, `echo`); the clients
-with an elicitation handler (TypeScript, Python, ours) answer one elicitation round of
-`trigger-elicitation-request` (an MRTR round on the front) and get the upstream's final text.
+Each client discovers (the Inspector: `initialize`) and lists tools. The TypeScript, Python and our client
+call `get-sum` and `echo` and answer one elicitation round of `trigger-elicitation-request` (an MRTR round
+on the front) with their handler, and get the upstream's final text; the Inspector answers the roots/list
+round of `get-roots-list` with the roots of its session file.
 """
 
 from __future__ import annotations
@@ -177,32 +177,39 @@ def test_python_client(fronts: Fronts, front: str, upstream: str) -> None:
 
 
 # ------------------------------------------------------------------------------ MCP Inspector CLI
-def inspector(where: list[str], front: str, *args: str, home: Path) -> Any:
-    cmd = [str(NODE), str(INSPECTOR), "--cli", "--protocol-era", "modern", *args]
-    cmd += ["--transport", "http", where[0]] if front == "http" else ["--", *where]
-    return run_json(cmd, env={"HOME": str(home), "MCP_CATALOG_PATH": str(home / "mcp.json")})
+def inspector(config: Path, *args: str) -> Any:
+    cmd = [str(NODE), str(INSPECTOR), "--cli", "--protocol-era", "modern", "--config", str(config),
+           "--server", "bridge", *args]
+    # Its secrets (none here) stay in memory: there is no keychain to fall back from.
+    return run_json(cmd, env={"HOME": str(config.parent), "MCP_INSPECTOR_SECRET_STORE": "memory"})
 
 
 @matrix
 def test_inspector_cli(fronts: Fronts, front: str, upstream: str, tmp_path: Path) -> None:
-    """The Inspector's CLI has no elicitation prompt; it declares roots, so the upstream registers
-    `get-roots-list`, whose roots/list is an MRTR round the Inspector answers (with no roots)."""
+    """The Inspector's CLI has no elicitation prompt; it declares roots (from its session file), so the
+    upstream registers `get-roots-list`, whose roots/list is an MRTR round the Inspector answers. Every
+    Inspector command is a process (and, on a stdio front, a bridge and its upstreams): its one call is
+    that one, `get-sum` and `echo` are the other clients'."""
     need(INSPECTOR, "@modelcontextprotocol/inspector")
     where = fronts.where(front, upstream)
-    init = inspector(where, front, "--method", "initialize", home=tmp_path)
-    listed = inspector(where, front, "--method", "tools/list", home=tmp_path)
-    summed = inspector(where, front, "--method", "tools/call", "--tool-name", "get-sum", "--tool-arg", "a=2",
-                       "b=40", home=tmp_path)
-    rooted = inspector(where, front, "--method", "tools/call", "--tool-name", "get-roots-list", home=tmp_path)
+    server: dict[str, Any] = ({"type": "http", "url": where[0]} if front == "http"
+                              else {"command": where[0], "args": where[1:]})
+    config = tmp_path / "inspector.json"
+    config.write_text(json.dumps({"mcpServers": {"bridge": {
+        **server, "protocolEra": "modern", "roots": [{"uri": "file:///work/project", "name": "project"}]}}}))
+    init = inspector(config, "--method", "initialize")
+    listed = inspector(config, "--method", "tools/list")
+    rooted = inspector(config, "--method", "tools/call", "--tool-name", "get-roots-list")
     assert init["protocolVersion"] == "2026-07-28"
     assert init["serverInfo"] == SERVER_INFO
     assert init["capabilities"] == CAPABILITIES
     assert init["instructions"].startswith("# Everything Server")
     assert [t["name"] for t in listed["tools"]] == [*BASE_TOOLS, "get-roots-list", "simulate-research-query"]
-    assert summed["content"] == [{"type": "text", "text": SUM[0]}]
-    assert summed["_meta"]["io.modelcontextprotocol/serverInfo"] == SERVER_INFO
-    assert rooted["content"][0]["text"].startswith("The client supports roots but no roots are currently "
-                                                   "configured.")
+    assert rooted["_meta"]["io.modelcontextprotocol/serverInfo"] == SERVER_INFO
+    assert rooted["content"] == [{"type": "text", "text": (
+        "Current MCP Roots (1 total):\n\n1. project\n   URI: file:///work/project\n\nNote: This server "
+        "demonstrates the roots protocol capability but doesn't actually access files. The roots are "
+        "provided by the MCP client and can be used by servers that need file system access.")}]
 
 
 # ------------------------------------------------------------------------------ our Client
