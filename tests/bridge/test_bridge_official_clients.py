@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from mcp_stateless import Client
-from services import CLI, free_port, need, stop_process, wait_port
+from services import CLI, free_port, need, pythonpath_prefix, stop_process, wait_port
 
 pytestmark = pytest.mark.slow
 
@@ -61,13 +61,6 @@ FRONTS = ["http", "stdio"]
 UPSTREAMS = ["stdio", "http"]
 
 
-def _env_prefix() -> list[str]:
-    """Clients start a stdio server with a pared-down environment (the SDKs pass only PATH, HOME and the
-    like): the test run's PYTHONPATH is handed on explicitly so the bridge runs these sources."""
-    path = os.environ.get("PYTHONPATH")
-    return ["/usr/bin/env", f"PYTHONPATH={path}"] if path else []
-
-
 class Fronts:
     """The bridges under test, started on first use and stopped (by pid) at the end of the module."""
 
@@ -97,7 +90,7 @@ class Fronts:
     def where(self, front: str, upstream: str) -> list[str]:
         """A URL for an HTTP front, the command line that runs the bridge for a stdio front."""
         if front == "stdio":
-            return [*_env_prefix(), *self.bridge_args(upstream), "--stdio"]
+            return [*pythonpath_prefix(), *self.bridge_args(upstream), "--stdio"]
         if upstream not in self.http:
             port = free_port()
             proc = subprocess.Popen([*self.bridge_args(upstream), "--http", f"127.0.0.1:{port}",
@@ -272,7 +265,7 @@ def test_a_stdio_front_exits_with_its_upstreams(fronts: Fronts, how: str) -> Non
         assert [t["name"] for t in reply["result"]["tools"]] == [*BASE_TOOLS, "get-roots-list",
                                                                  "simulate-research-query"]
         time.sleep(0.6)  # the server's unprompted roots/list has come and been refused
-        # /usr/bin/env (see _env_prefix) execs the bridge: the pid is the bridge's
+        # /usr/bin/env (see pythonpath_prefix) execs the bridge: the pid is the bridge's
         assert b"mcp-stateless" in Path(f"/proc/{proc.pid}/cmdline").read_bytes()
         upstreams = _children(proc.pid)
         assert len(upstreams) == 2

