@@ -68,7 +68,6 @@ class Fronts:
         self.stack = stack
         self.upstream_url: str | None = None
         self.http: dict[str, str] = {}
-        self.logs: list[subprocess.Popen[bytes]] = []
 
     def _upstream_url(self) -> str:
         if self.upstream_url is None:
