@@ -23,6 +23,14 @@ import pytest
 CLI = str(Path(sys.executable).with_name("mcp-stateless"))
 
 
+def pythonpath_prefix() -> list[str]:
+    """Official clients start a stdio server with a pared-down environment (the SDKs pass only PATH, HOME
+    and the like): prefixed to such a command line, this hands on the test run's PYTHONPATH, so our CLI
+    runs the sources under test. Empty when there is none to hand on."""
+    path = os.environ.get("PYTHONPATH")
+    return ["/usr/bin/env", f"PYTHONPATH={path}"] if path else []
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

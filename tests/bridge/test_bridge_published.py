@@ -36,8 +36,9 @@ FILESYSTEM_TOOLS = [
     "search_files", "get_file_info", "list_allowed_directories",
 ]
 # What the filesystem server writes to stderr (the bridge's) when its initial roots/list is refused.
-ROOTS_REFUSED = ("Failed to request initial roots from client: MCP error -32603: the bridge asks its clients "
-                 "only during a tools/call, prompts/get or resources/read: this roots/list came outside one")
+ROOTS_REFUSED = ("Failed to request initial roots from client: MCP error -32600: roots/list cannot be answered "
+                 "here: the 2026-07-28 client behind this bridge is asked only during its own tools/call, "
+                 "prompts/get or resources/read, and none is in flight on this session")
 
 
 class Upstream:

@@ -39,7 +39,7 @@ from ..server.listen import Listeners
 from ..state.base import Bus
 from ..state.events import ChangeEventBus, EventBus, MemoryEventBus
 from .events import Relay, UpstreamView, Watch
-from .pool import ASKABLE_CALLS, Lease, UpstreamPool
+from .pool import ASKABLE_CALLS, Asker, Lease, UpstreamPool, unprompted
 
 log = logging.getLogger("mcp_stateless.bridge")
 
@@ -59,18 +59,32 @@ class Pending:
     question the modern client was asked and has not answered yet."""
 
     id: str
-    lease: Lease
+    lease: Lease | None = None
     events: asyncio.Queue[tuple[str, Any]] = field(default_factory=asyncio.Queue)
     waiting: dict[str, asyncio.Future[Any]] = field(default_factory=dict)
     task: asyncio.Task[None] | None = None
     listener: asyncio.Task[None] | None = None
     asked: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     expiry: asyncio.TimerHandle | None = None
+    ended: bool = False
 
     async def ask(self, method: str, params: dict[str, Any]) -> Any:
+        if self.ended:  # a question after the call's answer went out: nobody is left to ask
+            raise unprompted(method)
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         await self.events.put(("ask", (method, params, fut)))
         return await fut
+
+    def end(self) -> None:
+        """Refuse what is still waiting: questions queued behind the call's end, and the unanswered one."""
+        self.ended = True
+        while not self.events.empty():
+            kind, value = self.events.get_nowait()
+            if kind == "ask" and not value[2].done():
+                value[2].set_exception(unprompted(value[0]))
+        for fut in self.waiting.values():
+            if not fut.done():
+                fut.set_exception(McpError(errors.INTERNAL_ERROR, "the client's answer never came"))
 
 
 class Bridge:
@@ -222,9 +236,9 @@ class Bridge:
             out["instructions"] = self.upstream["instructions"]
         return out
 
-    async def _acquire(self, capabilities: dict[str, Any], call: Call) -> Lease:
+    async def _acquire(self, capabilities: dict[str, Any], call: Call, ask: Asker | None = None) -> Lease:
         try:
-            lease = await self.pool.acquire(capabilities, self._principal(call))
+            lease = await self.pool.acquire(capabilities, self._principal(call), ask=ask)
         except McpError:
             raise
         except (ClientError, ChannelError, OSError, TimeoutError) as e:
@@ -261,9 +275,8 @@ class Bridge:
             if held is not None:
                 return await self._continue(held, responses, sctx, payload.get("q"))
             return await self._route(payload, responses, sctx)
-        lease = await self._acquire(req.capabilities, call)
-        pending = Pending(secrets.token_urlsafe(12), lease)
-        lease.ask = pending.ask
+        pending = Pending(secrets.token_urlsafe(12))
+        pending.lease = await self._acquire(req.capabilities, call, ask=pending.ask)
         pending.task = asyncio.get_running_loop().create_task(self._run(pending, req, call))
         return await self._next(pending, sctx)
 
@@ -277,8 +290,10 @@ class Bridge:
                 outbox.emit({"jsonrpc": "2.0", "method": "notifications/progress",
                              "params": {"progressToken": token, **p}})
         broken = False
+        lease = pending.lease
+        assert lease is not None
         try:
-            result = await pending.lease.session.request(req.method, _upstream_params(req.params),
+            result = await lease.session.request(req.method, _upstream_params(req.params),
                                                          progress=progress)
             await pending.events.put(("done", result))
         except McpError as e:
@@ -290,7 +305,7 @@ class Bridge:
             broken = True  # an answer may still arrive on that session for a call nobody waits for
             raise
         finally:
-            await self.pool.release(pending.lease, broken=broken)
+            await self.pool.release(lease, broken=broken)
 
     async def _next(self, pending: Pending, sctx: StateContext) -> dict[str, Any]:
         """Wait for the pending call's next event: its end (the answer) or a question (input_required)."""
@@ -334,6 +349,7 @@ class Bridge:
 
     def _forget(self, pending: Pending, cancel: bool = False) -> None:
         self.pending.pop(pending.id, None)
+        pending.end()
         if pending.expiry is not None:
             pending.expiry.cancel()
         # The listener that is answering the round that ended the call must still publish its outcome:

@@ -32,9 +32,19 @@ log = logging.getLogger("mcp_stateless.bridge")
 ASKING = ("elicitation", "sampling", "roots")
 # The requests whose server->client questions become MRTR rounds.
 ASKABLE_CALLS = ("tools/call", "prompts/get", "resources/read")
-ONLY_DURING_A_CALL = "the bridge asks its clients only during a tools/call, prompts/get or resources/read"
 
 Asker = Callable[[str, dict[str, Any]], Any]
+
+
+def unprompted(method: str) -> McpError:
+    """The answer to a server->client request no modern call can be asked: a 2026-07-28 client is asked
+    only inside one of its requests (MRTR), and it leaves nothing (roots included) for the bridge to answer
+    from later. An upstream that asks in reaction to `initialized`, or after the call that held the session
+    ended, is told so at once instead of waiting for an answer that cannot come."""
+    return McpError(errors.INVALID_REQUEST,
+                    f"{method} cannot be answered here: the 2026-07-28 client behind this bridge is asked only "
+                    "during its own tools/call, prompts/get or resources/read, and none is in flight on this "
+                    "session")
 
 
 def pool_key(capabilities: Mapping[str, Any], principal: str | None) -> str:
@@ -83,10 +93,8 @@ class UpstreamPool:
             async def ask(params: dict[str, Any]) -> Any:
                 lease = lease_ref[0] if lease_ref else None
                 if lease is None or lease.ask is None:
-                    # A stateless front reaches its client only inside a request that can be answered with
-                    # input_required: there is no one to ask.
                     log.info("the upstream sent %s outside a call: refused", method)
-                    raise McpError(errors.INTERNAL_ERROR, f"{ONLY_DURING_A_CALL}: this {method} came outside one")
+                    raise unprompted(method)
                 return await lease.ask(method, params)
             return ask
 
@@ -98,7 +106,11 @@ class UpstreamPool:
             roots=asker("roots/list") if "roots" in capabilities else None,
         )
 
-    async def acquire(self, capabilities: Mapping[str, Any], principal: str | None) -> Lease:
+    async def acquire(self, capabilities: Mapping[str, Any], principal: str | None, *,
+                      ask: Asker | None = None) -> Lease:
+        """A session for one call; `ask` (an exclusive call's) takes its server->client requests once the
+        session is settled: one the upstream sends in reaction to `initialized` belongs to no call (it would
+        make one caller's roots, say, the state of a process later callers share) and is refused."""
         key = pool_key(capabilities, principal)
         exclusive = any(k in capabilities for k in ASKING)
         deadline = time.monotonic() + self.acquire_timeout
@@ -109,6 +121,8 @@ class UpstreamPool:
                     if lease.key == key and not lease.broken and (not exclusive or lease.busy == 0):
                         lease.busy += 1
                         lease.last_used = time.monotonic()
+                        if exclusive:
+                            lease.ask = ask
                         return lease
                 if len(self.leases) >= self.max_sessions:
                     idle = [le for le in self.leases if le.busy == 0]
@@ -132,6 +146,7 @@ class UpstreamPool:
             await session.start()
             if exclusive:
                 await _settle(session)
+                lease.ask = ask
         except BaseException:
             async with self._changed:
                 self._drop(lease)
@@ -165,8 +180,8 @@ class UpstreamPool:
 
     async def aclose(self) -> None:
         leases, self.leases = self.leases, []
-        for lease in leases:
-            await _close(lease.session)
+        # At once, not one after another: a stdio front's own client allows a short grace before SIGTERM.
+        await asyncio.gather(*(_close(lease.session) for lease in leases))
         if _closing:
             await asyncio.gather(*_closing, return_exceptions=True)
 

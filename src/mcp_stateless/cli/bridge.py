@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import signal
 from typing import TYPE_CHECKING, Any
 
 from . import logs, serve
@@ -64,8 +65,10 @@ def run(args: argparse.Namespace) -> int:
         from ..transports.stdio import protect_stdout, serve_stdio
 
         out_fd = protect_stdout()
+        # A stdio client may SIGTERM us right after closing stdin (the TypeScript SDK does, for a probe):
+        # the upstream processes are closed first, never left running on their own.
         return serve_stdio(make_bridge(args, config), out_fd, tool_threads=config.tool_threads,
-                           max_inflight=config.max_inflight)
+                           max_inflight=config.max_inflight, stop_signals=(signal.SIGTERM,))
     serve.check_port_free(config.host, config.port)
     from ..transports import serve_http
     from ..transports.health import health_routes
@@ -110,8 +113,10 @@ def make_bridge(args: argparse.Namespace, config: ServeConfig) -> Bridge:
             raise CliError("--upstream is empty")
 
         def factory() -> Channel:
-            # The upstream's stderr stays ours (its logs), its stdout is the protocol.
-            return StdioChannel(argv, env=dict(os.environ))
+            # The upstream's stderr stays ours (its logs), its stdout is the protocol. Its grace after stdin
+            # closes is short: a stdio front's own client sends SIGTERM 2 s after closing ours (the SDKs do),
+            # and every upstream must be gone by then, not orphaned.
+            return StdioChannel(argv, env=dict(os.environ), shutdown_timeout=0.5)
         per_principal = False
     else:
         url = args.upstream_url

@@ -155,6 +155,11 @@ class StdioServer:
         transport.set_write_buffer_limits(high=high_water)
         self._out = transport
 
+    def stop(self, signum: int) -> None:
+        """A stop signal: end as on stdin EOF (listen streams end, running requests get the drain)."""
+        log.info("stdio: signal %d: stopping", signum)
+        self._gone.set()
+
     def stdout_gone(self) -> None:
         """The reader of stdout went away: nothing written can arrive, so stop all work."""
         if self._gone.is_set():
@@ -376,12 +381,14 @@ def _feed_from_thread(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamRea
 
 async def _amain(endpoint: Endpoint, out_fd: int, tool_threads: int, authenticator: Authenticator | None,
                  max_inflight: int, legacy: LegacyEndpoint | None = None,
-                 legacy_until: Retirement | None = None) -> bool:
+                 legacy_until: Retirement | None = None, stop_signals: tuple[int, ...] = ()) -> bool:
     loop = asyncio.get_running_loop()
     # Sync tools run in the default executor: size it so that blocking calls do not queue behind each other.
     loop.set_default_executor(ThreadPoolExecutor(max_workers=tool_threads, thread_name_prefix="mcp-tool"))
     server = StdioServer(endpoint, authenticator=authenticator, max_inflight=max_inflight, legacy=legacy,
                          legacy_until=legacy_until)
+    for sig in stop_signals:
+        loop.add_signal_handler(sig, server.stop, sig)
     # read() in chunks (lines are framed by read_lines): the limit only sets when the pipe is paused
     reader = asyncio.StreamReader(limit=_CHUNK)
     in_fd = sys.stdin.fileno()
@@ -413,20 +420,23 @@ def _new_loop() -> asyncio.AbstractEventLoop:
 
 def serve_stdio(endpoint: Endpoint, out_fd: int | None = None, *, tool_threads: int = 64,
                 authenticator: Authenticator | None = None, max_inflight: int = DEFAULT_MAX_INFLIGHT,
-                legacy: LegacyEndpoint | None = None, legacy_until: Retirement | None = None) -> int:
+                legacy: LegacyEndpoint | None = None, legacy_until: Retirement | None = None,
+                stop_signals: tuple[int, ...] = ()) -> int:
     """Serve `endpoint` on this process's stdin/stdout until stdin reaches EOF; the process is the server's.
     Returns the exit status: 0, or 1 when the environment's credentials were refused or the endpoint failed to start.
 
     `out_fd` is the protocol output (from `protect_stdout()`, called here when not given). On EOF, open
     listen streams get their final result, requests still running get `drain_timeout` to finish, and the
-    process then exits even if a sync tool is still blocked in its thread.
+    process then exits even if a sync tool is still blocked in its thread. `stop_signals` (e.g. SIGTERM)
+    end the serve the same way instead of killing the process: for an endpoint whose `aclose` must run,
+    such as a bridge whose upstream processes would otherwise outlive it.
     """
     if out_fd is None:
         out_fd = protect_stdout()
     loop = _new_loop()
     try:
         served = loop.run_until_complete(_amain(endpoint, out_fd, tool_threads, authenticator, max_inflight,
-                                                legacy, legacy_until))
+                                                legacy, legacy_until, stop_signals))
     finally:
         rest = asyncio.all_tasks(loop)
         for t in rest:
