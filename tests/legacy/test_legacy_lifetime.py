@@ -75,6 +75,27 @@ def test_a_deleted_session_stays_deleted_for_as_long_as_its_id_is_valid(served: 
     assert _ping(s.url, headers) == (404, -32001)
 
 
+def test_a_2024_http_sse_session_lives_exactly_its_configured_lifetime(served: Callable[..., Any]) -> None:
+    """The 2024-11-05 transport keeps a channel record of its own beside the session's, with the same lifetime:
+    a channel timed in the wrong unit (1000 times shorter) refuses the calls at once, and the session still
+    ends on time."""
+    from sse_stream import sse
+
+    app = _app()
+    s = served(app, legacy=LegacyServer(app, session_ttl_s=2.0), legacy_sse=True)
+    with sse(s.url) as stream:
+        post = stream.post_url()
+        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+        assert httpx.post(post, json=init).status_code == 202
+        assert stream.message(lambda m: m.get("id") == 0)["result"]["protocolVersion"] == "2024-11-05"
+        assert httpx.post(post, json={**PING, "id": 1}).status_code == 202
+        assert stream.message(lambda m: m.get("id") == 1) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+        time.sleep(2.6)
+        late = httpx.post(post, json={**PING, "id": 2})
+        assert (late.status_code, late.json()["error"]["code"]) == (404, -32001)
+
+
 class _ExpiryRecords(MemoryRecords):
     """Memory records that note the expiry of every write, so a record's lifetime is read, not waited for."""
 
