@@ -9,7 +9,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,10 +55,12 @@ def post(url: str, msg: dict[str, Any], **headers: str) -> httpx.Response:
 
 
 @contextlib.contextmanager
-def http_server(*args: str, app: str = "examples/echo.py:app",
+def http_server(*args: str, app: str = "examples/echo.py:app", command: Sequence[str] | None = None,
                 **kw: Any) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """`mcp-stateless serve APP --http` on a free port, up once it answers server/discover; `command`
+    replaces `serve APP` (e.g. `bridge --upstream CMD`, which serves on the same edge)."""
     port = free_port()
-    proc = subprocess.Popen([CLI, "serve", app, "--http", f"127.0.0.1:{port}", *args], cwd=ROOT,
+    proc = subprocess.Popen([CLI, *(command or ["serve", app]), "--http", f"127.0.0.1:{port}", *args], cwd=ROOT,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=kw.pop("env", env()), **kw)
     url = f"http://127.0.0.1:{port}/mcp"

@@ -1,6 +1,7 @@
 """Lease edges the end-to-end tests do not reach (found by mutation testing, docs/mutation.md): recovering
 a lapsed task whose cancellation was asked for, recovery and release leaving other tasks' records alone
-(not even rewritten), a failed or released task holding no lease, and a release during a store outage."""
+(not even rewritten), a failed or released task holding no lease, a release during a store outage, and a
+retry-safe task's re-run read as values (its attempt count, message and lease) up to and at max_attempts."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from mcp_stateless.state.base import StateUnavailable
 from mcp_stateless.state.memory import MemoryRecords
 from mcp_stateless.tasks.host import Completed, TaskOutcome
 from mcp_stateless.tasks.model import TaskRecord, new_task_id
-from mcp_stateless.tasks.runtime import TaskRuntime
+from mcp_stateless.tasks.runtime import LOST_RUNNER, TaskRuntime
 from mcp_stateless.tasks.store import NAMESPACE, TaskStore
 
 from .test_runtime import EXT, ScriptHost
@@ -99,6 +100,63 @@ async def test_releasing_hands_back_only_this_instances_own_live_lease(store: Ta
         assert other is not None and other.lease_until == rec.lease_until
 
 
+class _RetrySafeHost(ScriptHost):
+    def retry_safe(self, tool: str) -> bool:
+        return True
+
+
+RERUN_LEASE_S = 30.0  # long: the re-run's lease is read as a value, never outlived
+
+
+@pytest.mark.parametrize("attempts", [1, 2])
+async def test_a_lapsed_retry_safe_task_is_rerun_here_as_its_next_attempt(store: TaskStore, attempts: int) -> None:
+    """Below max_attempts (3): the instance that recovers it takes the lease for a full lease, counts one more
+    attempt, says so, and runs the tool again, once. Values, not a deadline: a count that stood still or a
+    lease timed wrong fails here, not only as a re-run that never came."""
+    runtime = TaskRuntime(store, instance_id="me", lease_s=RERUN_LEASE_S, max_attempts=3)
+    host = _RetrySafeHost([Completed({"content": []})])
+    runtime.attach(host)
+    rec = _task()
+    rec.attempts = attempts
+    await store.create(rec)
+    before = time.time()
+    got = await runtime._recover(rec.task_id)
+    after = time.time()
+    try:
+        assert got is not None
+        message = f"re-running after a lost instance (attempt {attempts + 1})"
+        assert (got.status, got.attempts, got.lease_owner, got.status_message) == (
+            "working", attempts + 1, "me", message)
+        assert before + RERUN_LEASE_S <= got.lease_until <= after + RERUN_LEASE_S
+        stored = await store.get(rec.task_id)
+        assert stored is not None
+        assert (stored.attempts, stored.lease_owner, stored.lease_until) == (attempts + 1, "me", got.lease_until)
+
+        async def done() -> bool:
+            final = await store.get(rec.task_id)
+            return final is not None and final.terminal
+
+        await _until("the re-run never finished", done)
+        final = await store.get(rec.task_id)
+        assert final is not None and (final.status, final.attempts) == ("completed", attempts + 1)
+        assert host.ran == [("slow", {})]  # run again here, exactly once
+    finally:
+        await runtime.aclose()
+
+
+async def test_a_lapsed_retry_safe_task_at_its_last_attempt_is_failed_not_rerun(store: TaskStore) -> None:
+    runtime = TaskRuntime(store, instance_id="me", lease_s=RERUN_LEASE_S, max_attempts=3)
+    host = _RetrySafeHost([])
+    runtime.attach(host)
+    rec = _task()
+    rec.attempts = 3
+    await store.create(rec)
+    got = await runtime._recover(rec.task_id)
+    assert got is not None
+    assert (got.status, got.attempts, got.error, got.lease_until) == ("failed", 3, LOST_RUNNER, 0.0)
+    assert (host.ran, host.published, runtime.running) == ([], [rec.task_id], 0)
+
+
 class _DownRecords(MemoryRecords):
     """A record store whose backend has gone away."""
 
@@ -156,7 +214,10 @@ async def test_a_running_task_keeps_its_lease_alive_every_third_of_it_and_no_oth
         deadline = time.monotonic() + 10
         while (got := await store.get(tid)) is None or not got.terminal:
             assert time.monotonic() < deadline
-            assert got is not None and got.lease_owner == "me" and got.lease_until > time.time() - LEASE_S / 3
+            assert got is not None and got.lease_owner == "me"
+            # never lapsed by more than a renewal period, and never more than one lease ahead: a renewal
+            # that extended the old deadline instead of now would push a dead runner's recovery far out
+            assert time.time() - LEASE_S / 3 < got.lease_until <= time.time() + LEASE_S
             await asyncio.sleep(0.02)
     finally:
         await rival.aclose()

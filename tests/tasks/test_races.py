@@ -136,6 +136,11 @@ async def test_a_lapsed_lease_is_rerun_once_per_lapse_and_at_most_max_attempts_i
         # the third attempt was the last: the next instance to notice fails the task instead
         results = await asyncio.gather(*(call(app, "tasks/get", {"taskId": tid}) for _ in range(4) for app in alive))
         assert {r["result"]["status"] for r in results} <= {"working", "failed"}
+        # tasks/get recovers inline: once every poll was answered, the record is failed at its third attempt
+        # (a value beside the deadline below, so a fourth attempt fails here by what it is, not by a timeout)
+        assert alive[0].tasks is not None
+        stored = await alive[0].tasks.store.get(tid)
+        assert stored is not None and (stored.status, stored.attempts) == ("failed", 3), stored
         final = await poll(alive[0], tid, {"failed"})
         assert "stopped before it finished" in final["error"]["message"]
         await asyncio.sleep(0.1)

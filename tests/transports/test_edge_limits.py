@@ -1,4 +1,5 @@
-"""The edge limits of `mcp-stateless serve --http` for real: the real CLI subprocess, raw loopback sockets,
+"""The edge limits of `mcp-stateless serve --http` (and the head and body budgets of `mcp-stateless bridge
+--http`, wired from its own flags) for real: the real CLI subprocess, raw loopback sockets,
 slow and idle clients, exact statuses and JSON-RPC codes, and a legitimate request served while attackers
 hold connections. Every loop here is bounded in count and time."""
 
@@ -14,8 +15,8 @@ from typing import Any
 import orjson
 import pytest
 
-from cli.test_serve import PV, body, http_server, post
-from services import unavailable
+from cli.test_serve import PV, ROOT, body, http_server, post
+from services import need, unavailable
 
 # Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
 pytestmark = pytest.mark.slow
@@ -69,6 +70,26 @@ def server() -> Iterator[str]:
         yield url
 
 
+TIME_PYTHON = ROOT / ".cache" / "venv-mcp-server-time-2025.9.25" / "bin" / "python"
+
+
+@pytest.fixture(scope="module")
+def bridged() -> Iterator[str]:
+    """`mcp-stateless bridge` in front of the published mcp-server-time, with the same three budgets: the
+    bridge builds its edge limits from its own flags, so their wiring is tested apart from serve's."""
+    need(TIME_PYTHON, "mcp-server-time 2025.9.25 (scripts/setup.sh)")
+    upstream = f"{TIME_PYTHON} -m mcp_server_time --local-timezone UTC"
+    with http_server(*FAST, command=["bridge", "--upstream", upstream]) as (url, _proc):
+        yield url
+
+
+@pytest.fixture(params=["serve", "bridge"])
+def edge(request: pytest.FixtureRequest) -> str:
+    """The head and body budgets on both commands that serve HTTP."""
+    url: str = request.getfixturevalue("server" if request.param == "serve" else "bridged")
+    return url
+
+
 def test_a_connection_that_sends_nothing_is_closed_after_the_idle_timeout(server: str) -> None:
     with connect(port_of(server)) as s:
         got, took = read_until_closed(s, 10)
@@ -87,8 +108,8 @@ def test_an_idle_keep_alive_connection_is_closed_after_the_idle_timeout(server: 
     assert IDLE * 0.8 <= took < IDLE + 2.5, took
 
 
-def test_a_head_sent_at_one_byte_per_tick_is_cut_off_with_408(server: str) -> None:
-    port = port_of(server)
+def test_a_head_sent_at_one_byte_per_tick_is_cut_off_with_408(edge: str) -> None:
+    port = port_of(edge)
     head, _ = request_bytes(port)
     start = time.monotonic()
     with connect(port) as s:
@@ -105,8 +126,8 @@ def test_a_head_sent_at_one_byte_per_tick_is_cut_off_with_408(server: str) -> No
     assert HEAD * 0.8 <= took < BODY * 0.75, took
 
 
-def test_a_body_sent_at_one_byte_per_tick_is_cut_off_with_408(server: str) -> None:
-    port = port_of(server)
+def test_a_body_sent_at_one_byte_per_tick_is_cut_off_with_408(edge: str) -> None:
+    port = port_of(edge)
     head, data = request_bytes(port)
     start = time.monotonic()
     with connect(port) as s:
@@ -122,8 +143,8 @@ def test_a_body_sent_at_one_byte_per_tick_is_cut_off_with_408(server: str) -> No
     assert BODY * 0.8 <= took < BODY + 1.9, took
 
 
-def test_a_body_shorter_than_its_content_length_is_answered_within_the_body_timeout(server: str) -> None:
-    port = port_of(server)
+def test_a_body_shorter_than_its_content_length_is_answered_within_the_body_timeout(edge: str) -> None:
+    port = port_of(edge)
     head, data = request_bytes(port, length=10_000)
     with connect(port) as s:
         s.sendall(head + data)  # far fewer than 10,000 bytes, then silence

@@ -1,6 +1,7 @@
 """The request-body limit over real sockets, under both uvicorn HTTP parsers: a chunked body (no Content-Length,
 so only the running count can refuse it) over the limit is 413 with a JSON-RPC error and the tool never runs, and
-a body that stops short of its Content-Length is never handled as a request."""
+a body that stops short of its Content-Length is never handled as a request; a Content-Length over the limit (by one
+byte or by a gigabyte) is 413 from the head alone, and one exactly at it is served."""
 
 from __future__ import annotations
 
@@ -126,16 +127,14 @@ def test_a_body_shorter_than_its_content_length_is_never_handled(server: tuple[A
     assert seen == ["short"]
 
 
-def test_a_content_length_over_the_limit_is_413_before_any_body_arrives(server: tuple[Any, list[str]]) -> None:
-    """The declared length alone refuses it: the server answers without waiting for (or reading) a byte of
-    the body, so a client that announces 1 GB and sends nothing is told at once, not after a timeout."""
-    s, seen = server
-    msg = rpc("tools/call", {"name": "echo", "arguments": {"text": "never sent"}}, id=11)
-    hdrs = [("host", f"127.0.0.1:{s.port}"), ("content-length", str(LIMIT * 1_000_000)), *headers_for(msg).items()]
+def head_only(port: int, msg: dict[str, Any], declared: int) -> tuple[int, bytes]:
+    """Send only the head of a POST that declares `declared` body bytes; the answer that arrives within 2 s
+    (far below any body timeout: only an answer given without waiting for the body comes in time)."""
+    hdrs = [("host", f"127.0.0.1:{port}"), ("content-length", str(declared)), *headers_for(msg).items()]
     conn = h11.Connection(our_role=h11.CLIENT)
-    with socket.create_connection(("127.0.0.1", s.port), timeout=10) as sock:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.sendall(conn.send(h11.Request(method="POST", target="/mcp", headers=hdrs)) or b"")
-        sock.settimeout(2)  # far below any body timeout: only an early answer arrives in time
+        sock.settimeout(2)
         status, body = 0, b""
         while True:
             event = conn.next_event()
@@ -146,10 +145,36 @@ def test_a_content_length_over_the_limit_is_413_before_any_body_arrives(server: 
             elif isinstance(event, h11.Data):
                 body += bytes(event.data)
             elif isinstance(event, h11.EndOfMessage):
-                break
+                return status, body
+
+
+@pytest.mark.parametrize("declared", [LIMIT + 1, LIMIT * 1_000_000], ids=["one-over", "a-gigabyte"])
+def test_a_content_length_over_the_limit_is_413_before_any_body_arrives(server: tuple[Any, list[str]],
+                                                                         declared: int) -> None:
+    """The declared length alone refuses it: the server answers without waiting for (or reading) a byte of
+    the body, so a client that announces 1 GB and sends nothing is told at once, not after a timeout; and
+    one byte over is already over."""
+    s, seen = server
+    msg = rpc("tools/call", {"name": "echo", "arguments": {"text": "never sent"}}, id=11)
+    status, body = head_only(s.port, msg, declared)
     assert status == 413
     assert orjson.loads(body) == {
         "jsonrpc": "2.0",
         "error": {"code": -32600, "message": f"Request body exceeds {LIMIT} bytes"},
     }
     assert seen == []
+
+
+def test_a_content_length_exactly_at_the_limit_is_served(server: tuple[Any, list[str]]) -> None:
+    s, seen = server
+    msg = rpc("tools/call", {"name": "echo", "arguments": {"text": ""}}, id=12)
+    msg["params"]["arguments"]["text"] = "z" * (LIMIT - len(orjson.dumps(msg)))
+    body = orjson.dumps(msg)
+    assert len(body) == LIMIT
+    hdrs = [("host", f"127.0.0.1:{s.port}"), ("content-length", str(LIMIT)), *headers_for(msg).items()]
+    answer = exchange(s.port, [h11.Request(method="POST", target="/mcp", headers=hdrs), h11.Data(data=body),
+                               h11.EndOfMessage()])
+    assert answer is not None and answer[0] == 200, answer
+    text = msg["params"]["arguments"]["text"]
+    assert orjson.loads(answer[1])["result"]["content"] == [{"type": "text", "text": f"{len(text)} chars"}]
+    assert seen == [text]
