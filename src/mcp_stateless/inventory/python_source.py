@@ -63,6 +63,65 @@ def uses_stdio(tree: ast.AST) -> bool:
     return False
 
 
+def import_aliases(tree: ast.AST) -> dict[str, str]:
+    """Local name -> the absolute dotted name it is bound to by the file's imports (`from a import b as c` gives
+    `c -> a.b`, `import a.b` gives `a -> a`, `import a.b as c` gives `c -> a.b`)."""
+    out: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                out[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for a in node.names:
+                out[a.asname or a.name] = f"{node.module}.{a.name}"
+    return out
+
+
+def _qualified(node: ast.AST, aliases: dict[str, str]) -> str:
+    """The absolute dotted name an expression denotes through the imports (`F` of `from m import X as F` gives
+    `m.X`; `t.X` of `import m.types as t` gives `m.types.X`), or '' for a name no import binds."""
+    if isinstance(node, ast.Name):
+        return aliases.get(node.id, "")
+    if isinstance(node, ast.Attribute):
+        base = _qualified(node.value, aliases)
+        return f"{base}.{node.attr}" if base else ""
+    return ""
+
+
+def _is_true(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is True
+
+
+def _keyword(call: ast.Call, name: str) -> ast.expr | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+# The FastMCP classes of the 2025 SDKs: their HTTP app is a StreamableHTTPSessionManager, stateful unless
+# `stateless_http=True` (on the constructor, the settings, or run()).
+FASTMCP_CLASSES = frozenset({"mcp.server.fastmcp.FastMCP", "mcp.server.fastmcp.server.FastMCP", "mcp.server.FastMCP",
+                             "fastmcp.FastMCP", "fastmcp.server.FastMCP", "fastmcp.server.server.FastMCP"})
+_HTTP_RUN = frozenset({"streamable-http", "streamable_http", "http"})
+_HTTP_APPS = frozenset({"streamable_http_app", "http_app"})
+
+
+def _stateful_fastmcp(tree: ast.Module, aliases: dict[str, str]) -> set[str]:
+    """Module-level names bound to a FastMCP server constructed without `stateless_http=True` whose settings are
+    not made stateless later (`mcp.settings.stateless_http = True`)."""
+    made: set[str] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign | ast.AnnAssign) and isinstance(stmt.value, ast.Call) and \
+                _qualified(stmt.value.func, aliases) in FASTMCP_CLASSES and \
+                not _is_true(_keyword(stmt.value, "stateless_http")):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            made.update(t.id for t in targets if isinstance(t, ast.Name))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and _is_true(node.value):
+            for t in node.targets:
+                if isinstance(t, ast.Attribute) and t.attr == "stateless_http":
+                    made.discard(_dotted(t.value).split(".")[0])
+    return made
+
+
 def _leaf(node: ast.AST) -> str:
     if isinstance(node, ast.Name):
         return node.id
@@ -157,8 +216,11 @@ def _finding(path: str, lines: list[str], node: ast.AST, kind: str, message: str
 
 class _Visitor(ast.NodeVisitor):
     def __init__(self, path: str, lines: list[str], module_mutables: set[str],
-                 class_mutables: dict[str, set[str]]) -> None:
+                 class_mutables: dict[str, set[str]], aliases: dict[str, str] | None = None,
+                 stateful_servers: set[str] | None = None) -> None:
         self.path = path
+        self.aliases = aliases or {}
+        self.stateful_servers = stateful_servers or set()
         self.lines = lines
         self.module_mutables = module_mutables
         self.class_mutables = class_mutables
@@ -337,6 +399,7 @@ class _Visitor(ast.NodeVisitor):
             elif leaf == "get" and node.args and isinstance(node.args[0], ast.Constant) and isinstance(
                     node.args[0].value, str) and node.args[0].value.lower() == "mcp-session-id":
                 self.add(node, "session-id-read", "reads the Mcp-Session-Id header")
+        self._stateful_http(node, func)
         if leaf in {"SseServerTransport", "sse_app"}:
             self.add(node, "get-stream", f"`{leaf}`: the HTTP+SSE transport")
         if leaf.endswith("EventStore"):
@@ -347,6 +410,27 @@ class _Visitor(ast.NodeVisitor):
             if k.arg == "event_store" and not (isinstance(k.value, ast.Constant) and k.value.value is None):
                 self.add(node, "event-replay", "an event store replays broken streams")
         self.generic_visit(node)
+
+    def _stateful_http(self, node: ast.Call, func: ast.expr) -> None:
+        """A 2025 session manager in its default stateful mode: each instance keeps its own sessions, issues an
+        Mcp-Session-Id, requires it on every later request and serves the standalone GET stream."""
+        qualified = _qualified(func, self.aliases)
+        if qualified.startswith("mcp.") and qualified.endswith(".StreamableHTTPSessionManager"):
+            stateless = _keyword(node, "stateless")
+            if stateless is None or (isinstance(stateless, ast.Constant) and stateless.value is False):
+                self.add(node, "session-id-read", "`StreamableHTTPSessionManager` without `stateless=True`: each "
+                                                  "instance keeps its sessions and requires their Mcp-Session-Id")
+            return
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                and func.value.id in self.stateful_servers) or _is_true(_keyword(node, "stateless_http")):
+            return
+        transport = _keyword(node, "transport") or (node.args[0] if node.args else None)
+        serves_http = func.attr in _HTTP_APPS or (func.attr == "run" and isinstance(transport, ast.Constant)
+                                                   and transport.value in _HTTP_RUN)
+        if serves_http:
+            self.add(node, "session-id-read", f"`{func.value.id}.{func.attr}` serves Streamable HTTP in FastMCP's "
+                                              "default stateful mode (no `stateless_http=True`): each instance "
+                                              "keeps its sessions and requires their Mcp-Session-Id")
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in {"session_id", "mcp_session_id"} and isinstance(node.ctx, ast.Load):
@@ -439,7 +523,9 @@ def analyze_tree(path: str, text: str, tree: ast.Module) -> list[Finding]:
         return []
     lines = source_lines(text)
     try:
-        visitor = _Visitor(path, lines, _module_mutables(tree), _class_mutables(tree))
+        aliases = import_aliases(tree)
+        visitor = _Visitor(path, lines, _module_mutables(tree), _class_mutables(tree), aliases,
+                           _stateful_fastmcp(tree, aliases))
         visitor.visit(tree)
         found = visitor.found
         if uses_stdio(tree):
