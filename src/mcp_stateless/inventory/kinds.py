@@ -59,6 +59,11 @@ _KINDS: tuple[Kind, ...] = (
          "Module-level or class-level mutable state written by handlers (cross-call state with no handle)",
          "Keep cross-call data in a shared store behind a handle the client passes back (or a key derived from "
          "the principal); an instance's memory is not shared with the next request's instance."),
+    Kind("local-file-state", 4,
+         "State written by a tool to a file on the instance's own disk (each instance keeps its own copy)",
+         "Keep the data in a store every instance shares (a database, Redis, object storage), named by a handle "
+         "the client passes back (in mcp-stateless `await Cart.mint(ctx, data)`) or keyed by the principal; a file "
+         "on one instance's disk is not seen by the next request's instance, and is lost when it is replaced."),
     Kind("lifespan-client-state", 4,
          "A lifespan or server-scoped object that collects per-client data",
          "Keep only process-wide resources (pools, clients) in the lifespan; per-client data goes behind a "

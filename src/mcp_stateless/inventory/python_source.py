@@ -122,6 +122,116 @@ def _stateful_fastmcp(tree: ast.Module, aliases: dict[str, str]) -> set[str]:
     return made
 
 
+# Decorators that register a request handler (FastMCP's and the low-level Server's): the roots of what a request runs.
+HANDLER_DECORATORS = frozenset({"tool", "call_tool", "resource", "read_resource", "prompt", "get_prompt",
+                                "list_tools", "list_resources", "list_prompts", "list_resource_templates",
+                                "completion", "complete"})
+_FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _module_instances(tree: ast.Module, classes: set[str]) -> dict[str, str]:
+    """Module-level name -> class of the file it is bound to an instance of (`calc = Calc()`)."""
+    out: dict[str, str] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign | ast.AnnAssign) and isinstance(stmt.value, ast.Call) and \
+                isinstance(stmt.value.func, ast.Name) and stmt.value.func.id in classes:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            out.update((t.id, stmt.value.func.id) for t in targets if isinstance(t, ast.Name))
+    return out
+
+
+def reachable_from_handlers(tree: ast.Module) -> set[int]:
+    """Ids of the functions a request handler of this file runs: the handlers themselves (decorated with a
+    handler decorator, or passed to `add_tool(...)`/`tool()(...)`), and, transitively, the module functions they
+    call by name, the methods they call on `self` or on a module-level instance of a class of the file."""
+    functions = {n.name: n for n in tree.body if isinstance(n, _FUNCTION_DEFS)}
+    methods: dict[str, dict[str, ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    owner: dict[int, str] = {}
+    for cls in tree.body:
+        if isinstance(cls, ast.ClassDef):
+            methods[cls.name] = {m.name: m for m in cls.body if isinstance(m, _FUNCTION_DEFS)}
+            owner.update((id(m), cls.name) for m in methods[cls.name].values())
+    instances = _module_instances(tree, set(methods))
+    queue: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+    for node in ast.walk(tree):
+        if isinstance(node, _FUNCTION_DEFS) and any(
+                _leaf(d.func if isinstance(d, ast.Call) else d) in HANDLER_DECORATORS for d in node.decorator_list):
+            queue.append(node)
+        elif isinstance(node, ast.Call) and (_leaf(node.func) == "add_tool" or (
+                isinstance(node.func, ast.Call) and _leaf(node.func.func) in HANDLER_DECORATORS)):
+            queue += [functions[a.id] for a in node.args if isinstance(a, ast.Name) and a.id in functions]
+    seen: set[int] = set()
+    while queue:
+        fn = queue.pop()
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        own_class = owner.get(id(fn))
+        for call in ast.walk(fn):
+            if not isinstance(call, ast.Call):
+                continue
+            f = call.func
+            if isinstance(f, ast.Name) and f.id in functions:
+                queue.append(functions[f.id])
+            elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+                of = own_class if f.value.id in {"self", "cls"} else instances.get(f.value.id, f.value.id)
+                if of is not None and f.attr in methods.get(of, {}):
+                    queue.append(methods[of][f.attr])
+    return seen
+
+
+def _from_arguments(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """A function's parameters and the local names assigned from them (followed through later assignments):
+    what a call names from its caller's arguments."""
+    a = fn.args
+    tainted = {p.arg for p in a.args + a.kwonlyargs + a.posonlyargs} - {"self", "cls"}
+    tainted |= {p.arg for p in (a.vararg, a.kwarg) if p is not None}
+    assignments = [n for n in ast.walk(fn) if isinstance(n, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.For
+                                                         | ast.withitem | ast.NamedExpr)]
+    for _ in range(3):  # a short chain of locals; deeper chains are not real server code
+        for n in assignments:
+            if isinstance(n, ast.For):
+                value, targets = n.iter, [n.target]
+            elif isinstance(n, ast.withitem):
+                value, targets = n.context_expr, [n.optional_vars] if n.optional_vars is not None else []
+            elif isinstance(n, ast.Assign):
+                value, targets = n.value, n.targets
+            else:
+                if n.value is None:
+                    continue
+                value, targets = n.value, [n.target]
+            if _names(value) & tainted:
+                tainted |= {t.id for tgt in targets for t in ast.walk(tgt) if isinstance(t, ast.Name)}
+    return tainted
+
+
+_WRITE_MODE = frozenset("wax+")
+_OPENERS = frozenset({"io.open", "aiofiles.open", "codecs.open", "anyio.open_file"})
+
+
+def _written_path(call: ast.Call, aliases: dict[str, str]) -> tuple[str, ast.expr] | None:
+    """(what, the path expression) of a call that writes a file: `open(p, "w")` (the builtin, `io`, `aiofiles`,
+    `codecs`, `anyio.open_file`), `p.open("a")`, `p.write_text(...)`, `p.write_bytes(...)`; else None."""
+    func = call.func
+    qualified = _qualified(func, aliases)
+    builtin_open = isinstance(func, ast.Name) and func.id == "open" and "open" not in aliases
+    if builtin_open or qualified in _OPENERS or (
+            isinstance(func, ast.Attribute) and func.attr == "open" and not _qualified(func.value, aliases)):
+        method = isinstance(func, ast.Attribute) and not qualified
+        path = func.value if method and isinstance(func, ast.Attribute) else (
+            call.args[0] if call.args else _keyword(call, "file"))
+        mode = _keyword(call, "mode") or (call.args[0] if method and call.args else
+                                          call.args[1] if not method and len(call.args) > 1 else None)
+        if path is not None and isinstance(mode, ast.Constant) and isinstance(mode.value, str) and \
+                set(mode.value) & _WRITE_MODE:
+            return f"open(..., {mode.value!r})", path
+        return None
+    if isinstance(func, ast.Attribute) and func.attr in {"write_text", "write_bytes"} and \
+            not _qualified(func.value, aliases):
+        return f".{func.attr}()", func.value
+    return None
+
+
 def _leaf(node: ast.AST) -> str:
     if isinstance(node, ast.Name):
         return node.id
@@ -217,8 +327,9 @@ def _finding(path: str, lines: list[str], node: ast.AST, kind: str, message: str
 class _Visitor(ast.NodeVisitor):
     def __init__(self, path: str, lines: list[str], module_mutables: set[str],
                  class_mutables: dict[str, set[str]], aliases: dict[str, str] | None = None,
-                 stateful_servers: set[str] | None = None) -> None:
+                 stateful_servers: set[str] | None = None, reachable: set[int] | None = None) -> None:
         self.path = path
+        self.reachable = reachable or set()
         self.aliases = aliases or {}
         self.stateful_servers = stateful_servers or set()
         self.lines = lines
@@ -400,6 +511,7 @@ class _Visitor(ast.NodeVisitor):
                     node.args[0].value, str) and node.args[0].value.lower() == "mcp-session-id":
                 self.add(node, "session-id-read", "reads the Mcp-Session-Id header")
         self._stateful_http(node, func)
+        self._file_write(node)
         if leaf in {"SseServerTransport", "sse_app"}:
             self.add(node, "get-stream", f"`{leaf}`: the HTTP+SSE transport")
         if leaf.endswith("EventStore"):
@@ -410,6 +522,19 @@ class _Visitor(ast.NodeVisitor):
             if k.arg == "event_store" and not (isinstance(k.value, ast.Constant) and k.value.value is None):
                 self.add(node, "event-replay", "an event store replays broken streams")
         self.generic_visit(node)
+
+    def _file_write(self, node: ast.Call) -> None:
+        """A file written, from what a request runs, at a path the call's arguments do not name: the server's own
+        state on this instance's disk (a path from the arguments is the user's file, which the tool is for)."""
+        runs = [f for f in self.functions if id(f) in self.reachable]
+        if not runs or (got := _written_path(node, self.aliases)) is None:
+            return
+        what, path = got
+        from_args = set().union(*(_from_arguments(f) for f in self.functions))
+        if _names(path) & from_args:
+            return
+        self.add(node, "local-file-state", f"`{ast.unparse(path)[:60]}` written ({what}) by `{runs[-1].name}`, "
+                                           "which a request runs: each instance keeps its own file")
 
     def _stateful_http(self, node: ast.Call, func: ast.expr) -> None:
         """A 2025 session manager in its default stateful mode: each instance keeps its own sessions, issues an
@@ -525,7 +650,7 @@ def analyze_tree(path: str, text: str, tree: ast.Module) -> list[Finding]:
     try:
         aliases = import_aliases(tree)
         visitor = _Visitor(path, lines, _module_mutables(tree), _class_mutables(tree), aliases,
-                           _stateful_fastmcp(tree, aliases))
+                           _stateful_fastmcp(tree, aliases), reachable_from_handlers(tree))
         visitor.visit(tree)
         found = visitor.found
         if uses_stdio(tree):

@@ -49,6 +49,11 @@ SECRET_CALLS = frozenset({"randomBytes", "randomUUID", "getRandomValues", "gener
 SESSION_NAMES = frozenset({"sessionId", "session_id", "mcpSessionId", "sid"})
 SERVER_NAMES = frozenset({"server", "mcpServer", "mcp", "srv", "lowLevelServer"})
 CONTAINERS = frozenset({"Map", "Set", "WeakMap", "WeakSet", "Array"})
+# Node's file modules (and fs-extra): a write through them from what a request runs is state on the instance's disk
+FS_MODULES = frozenset({"fs", "node:fs", "fs/promises", "node:fs/promises", "fs-extra"})
+FS_WRITES = frozenset({"writeFile", "writeFileSync", "appendFile", "appendFileSync", "createWriteStream",
+                       "outputFile", "outputFileSync", "writeJson", "writeJsonSync", "writeJSON", "writeJSONSync",
+                       "outputJson", "outputJsonSync"})
 _MAX_DEPTH = 300  # deeper nesting is not real server code; stop before Python's recursion limit
 _STRING_NODES = frozenset({"string", "template_string"})
 
@@ -146,6 +151,8 @@ class Source:
     mcp: bool = False
     stdio: bool = False
     relative: list[str] = field(default_factory=list)  # relative specifiers it imports
+    fs_imports: dict[str, str] = field(default_factory=dict)  # local name -> name imported from a file module
+    fs_namespaces: set[str] = field(default_factory=set)  # local names bound to a whole file module
 
 
 def _module_of(node: Node) -> str | None:
@@ -160,18 +167,19 @@ def _module_of(node: Node) -> str | None:
     return None
 
 
-def _bind_imports(src: Source, node: Node) -> None:
+def _bind_imports(src: Source, node: Node, *, fs: bool = False) -> None:
+    imports, namespaces = (src.fs_imports, src.fs_namespaces) if fs else (src.imports, src.namespaces)
     if node.type == "import_statement":
         clause = next((c for c in node.children if c.type == "import_clause"), None)
         for part in clause.named_children if clause is not None else []:
             if part.type == "namespace_import" or part.type == "identifier":
-                src.namespaces.add(_text(part.named_children[-1] if part.named_children else part))
+                namespaces.add(_text(part.named_children[-1] if part.named_children else part))
             elif part.type == "named_imports":
                 for spec in part.named_children:
                     if spec.type == "import_specifier":
                         name = _text(spec.child_by_field_name("name"))
                         alias = spec.child_by_field_name("alias")
-                        src.imports[_text(alias) if alias is not None else name] = name
+                        imports[_text(alias) if alias is not None else name] = name
         return
     # `const X = require(m)` / `const {A, B: C} = require(m)`
     declarator = node.parent
@@ -183,13 +191,13 @@ def _bind_imports(src: Source, node: Node) -> None:
     if pattern is None:
         return
     if pattern.type == "identifier":
-        src.namespaces.add(_text(pattern))
+        namespaces.add(_text(pattern))
     elif pattern.type == "object_pattern":
         for p in pattern.named_children:
             if p.type == "shorthand_property_identifier_pattern":
-                src.imports[_text(p)] = _text(p)
+                imports[_text(p)] = _text(p)
             elif p.type == "pair_pattern":
-                src.imports[_text(p.child_by_field_name("value"))] = _text(p.child_by_field_name("key"))
+                imports[_text(p.child_by_field_name("value"))] = _text(p.child_by_field_name("key"))
 
 
 def parse(path: str, text: str) -> Source:
@@ -209,6 +217,8 @@ def parse(path: str, text: str) -> Source:
             _bind_imports(src, node)
         elif spec.startswith("."):
             src.relative.append(spec)
+        elif spec in FS_MODULES:
+            _bind_imports(src, node, fs=True)
     src.stdio = src.mcp and any(
         n.type == "new_expression" and _canonical(src, n.child_by_field_name("constructor")) == "StdioServerTransport"
         for n in _walk(src.root))
@@ -280,6 +290,8 @@ class _Frame:
     caps: set[str] = field(default_factory=set)  # names derived from the client's initialize capabilities
     sessions: set[str] = field(default_factory=set)  # names holding a session id
     request_scoped: set[str] = field(default_factory=set)  # a handler's parameters (`extra`, `{ sendNotification }`)
+    fn: Node | None = None
+    reached: bool = False  # a request runs this function (a handler, or what one calls)
 
 
 @dataclass
@@ -293,6 +305,10 @@ class _Prepass:
     servers: set[str] = field(default_factory=set)
     module_lets: set[str] = field(default_factory=set)
     module_containers: set[str] = field(default_factory=set)
+    classes: dict[str, dict[str, Node]] = field(default_factory=dict)  # class of the file -> its methods
+    instances: dict[str, str] = field(default_factory=dict)  # `const x = new C()` -> C, for a class of the file
+    constructions: dict[str, int] = field(default_factory=dict)  # class of the file -> `new C(...)` sites
+    reachable: set[tuple[int, int]] = field(default_factory=set)  # _key() of the functions a request runs
 
 
 def _function_name(fn: Node) -> str:
@@ -390,7 +406,85 @@ def _prepass(src: Source, root: Node) -> _Prepass:
                     if a.type not in FUNCTIONS and (_value_names(a) & pre.answer_names or _is_server_request(a)):
                         pre.answer_params.setdefault(_text(func), set()).add(i)
     pre.registrations.update(name for name, container in pending if container in containers)
+    _reach(pre, root)
     return pre
+
+
+def _key(node: Node) -> tuple[int, int]:
+    """A node's identity (tree-sitter makes a new Node object at each access)."""
+    return node.start_byte, node.end_byte
+
+
+def _enclosing_class(node: Node) -> str:
+    parent = node.parent
+    while parent is not None and parent.type not in {"class_declaration", "class"}:
+        parent = parent.parent
+    return _text(parent.child_by_field_name("name")) if parent is not None else ""
+
+
+def _handler_roots(pre: _Prepass, root: Node) -> list[Node]:
+    """The functions registered as request handlers: inline in `registerTool(...)`/`setRequestHandler(...)`, or
+    a function of the file passed there by name."""
+    out = []
+    for node in _walk(root):
+        if node.type == "call_expression" and _leaf(node.child_by_field_name("function")) in HANDLER_CALLS:
+            for a in _args(node):
+                if a.type in FUNCTIONS:
+                    out.append(a)
+                elif a.type == "identifier" and _text(a) in pre.functions:
+                    out.append(pre.functions[_text(a)])
+    return out
+
+
+def _reach(pre: _Prepass, root: Node) -> None:
+    """What a request runs: the handlers, then (transitively) the file's functions they call by name and the
+    methods they call on `this` or on an instance of a class of the file."""
+    for node in _walk(root):
+        if node.type in {"class_declaration", "class"} and (name := _text(node.child_by_field_name("name"))):
+            body = node.child_by_field_name("body")
+            pre.classes[name] = {_leaf(m.child_by_field_name("name")): m for m in (
+                body.named_children if body is not None else []) if m.type == "method_definition"}
+    for node in _walk(root):
+        if node.type == "new_expression" and (ctor := node.child_by_field_name("constructor")) is not None and \
+                _text(ctor) in pre.classes:
+            pre.constructions[_text(ctor)] = pre.constructions.get(_text(ctor), 0) + 1
+            parent = node.parent
+            if parent is not None and parent.type == "variable_declarator":
+                pre.instances[_text(parent.child_by_field_name("name"))] = _text(ctor)
+    queue = _handler_roots(pre, root)
+    while queue:
+        fn = queue.pop()
+        if _key(fn) in pre.reachable:
+            continue
+        pre.reachable.add(_key(fn))
+        for call in _walk(fn):
+            if call.type != "call_expression" or (func := call.child_by_field_name("function")) is None:
+                continue
+            if func.type == "identifier" and _text(func) in pre.functions:
+                queue.append(pre.functions[_text(func)])
+            elif func.type == "member_expression":
+                obj = _text(func.child_by_field_name("object"))
+                cls = _enclosing_class(fn) if obj == "this" else pre.instances.get(obj, "")
+                if (method := pre.classes.get(cls, {}).get(_leaf(func))) is not None:
+                    queue.append(method)
+
+
+def _from_arguments(fn: Node) -> set[str]:
+    """A function's parameters and the local names assigned from them (followed through later assignments): what
+    a call names from its caller's arguments."""
+    bound = fn.child_by_field_name("parameters") or fn.child_by_field_name("parameter")
+    tainted = {_text(n) for n in _walk(bound) if n.type in {"identifier", "shorthand_property_identifier_pattern"}} \
+        if bound is not None else set()
+    tainted.discard("this")
+    declarators = [n for n in _walk(fn) if n.type in {"variable_declarator", "assignment_expression"}]
+    for _ in range(3):  # a short chain of locals; deeper chains are not real server code
+        for d in declarators:
+            name = d.child_by_field_name("name" if d.type == "variable_declarator" else "left")
+            value = d.child_by_field_name("value" if d.type == "variable_declarator" else "right")
+            if name is not None and value is not None and _identifiers(value) & tainted:
+                tainted |= {_text(n) for n in _walk(name) if n.type in {
+                    "identifier", "shorthand_property_identifier_pattern"}}
+    return tainted
 
 
 def _object_method(obj: Node) -> str:
@@ -540,7 +634,7 @@ class _Analyzer:
         if name and name in self.pre.outside:
             role = "outside"
         params = _params(fn)
-        frame = _Frame(role, oninit, set(params))
+        frame = _Frame(role, oninit, set(params), fn=fn, reached=role == "handler" or _key(fn) in self.pre.reachable)
         frame.answers = {params[i] for i in self.pre.answer_params.get(name, set()) if i < len(params) and params[i]}
         # the transport's session callbacks are given the session id
         frame.sessions = {p for p in params if p in SESSION_NAMES or (session_hook and p)}
@@ -753,6 +847,7 @@ class _Analyzer:
         recv = func.child_by_field_name("object") if func.type == "member_expression" else None
         args = _args(node)
         first = args[0] if args else None
+        self._file_write(node, func, first)
         if leaf in SERVER_REQUESTS and func.type == "member_expression":
             when = "outside any request (a hook, timer or notification handler)" if self._outside() else \
                 "while handling a call"
@@ -798,6 +893,31 @@ class _Analyzer:
             obj = _text(recv)
             if (obj == "console" and leaf in STDOUT_CONSOLE) or (obj == "process.stdout" and leaf == "write"):
                 self.add(node, "stdout-write", f"`{_text(func)}` writes to stdout, the stdio protocol channel")
+
+    def _fs_call(self, func: Node) -> str:
+        """The file-module function a callee denotes through the imports (`fs.writeFileSync`, `fs.promises.
+        writeFile`, `writeFile` of `import { writeFile } from "node:fs/promises"`), else ''."""
+        if func.type == "identifier":
+            return self.src.fs_imports.get(_text(func), "")
+        if func.type != "member_expression":
+            return ""
+        obj = func.child_by_field_name("object")
+        if obj is not None and obj.type == "member_expression" and _leaf(obj) == "promises":
+            obj = obj.child_by_field_name("object")
+        return _leaf(func) if obj is not None and obj.type == "identifier" and _text(obj) in \
+            self.src.fs_namespaces else ""
+
+    def _file_write(self, node: Node, func: Node, path: Node | None) -> None:
+        """A file written, from what a request runs, at a path the call's arguments do not name: the server's own
+        state on this instance's disk (a path from the arguments is the user's file, which the tool is for)."""
+        name = self._fs_call(func)
+        if name not in FS_WRITES or path is None or not any(f.reached for f in self.frames):
+            return
+        from_args = set().union(*(_from_arguments(f.fn) for f in self.frames if f.fn is not None))
+        if _identifiers(path) & from_args:
+            return
+        self.add(node, "local-file-state", f"`{_text(path)[:60]}` written (`{name}`) by what a request runs: each "
+                                           "instance keeps its own file")
 
     def _serves_mcp(self, handler: Node) -> bool:
         """A route handler (inline, or a function of the file by name) that hands the request to a transport."""
