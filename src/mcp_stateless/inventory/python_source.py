@@ -327,8 +327,17 @@ def _finding(path: str, lines: list[str], node: ast.AST, kind: str, message: str
 class _Visitor(ast.NodeVisitor):
     def __init__(self, path: str, lines: list[str], module_mutables: set[str],
                  class_mutables: dict[str, set[str]], aliases: dict[str, str] | None = None,
-                 stateful_servers: set[str] | None = None, reachable: set[int] | None = None) -> None:
+                 stateful_servers: set[str] | None = None, reachable: set[int] | None = None,
+                 tree: ast.Module | None = None) -> None:
         self.path = path
+        # methods of the file's module-level classes, and the module-level instance of each (the last one bound)
+        self.method_class: dict[int, str] = {}
+        self.instances: dict[str, str] = {}
+        if tree is not None:
+            for cls in tree.body:
+                if isinstance(cls, ast.ClassDef):
+                    self.method_class.update((id(m), cls.name) for m in cls.body if isinstance(m, _FUNCTION_DEFS))
+            self.instances = {c: n for n, c in _module_instances(tree, set(self.method_class.values())).items()}
         self.reachable = reachable or set()
         self.aliases = aliases or {}
         self.stateful_servers = stateful_servers or set()
@@ -414,6 +423,27 @@ class _Visitor(ast.NodeVisitor):
             return f"{owner}.{base.attr}"
         return ""
 
+    def _instance_state(self, base: ast.expr) -> str:
+        """`self.attr` of an object every caller shares, in what a request runs: a method (not `__init__`) of a
+        class with a module-level instance (`calc = Calc()`), reached from a handler; or a handler nested in a
+        method (`@self.server.call_tool()` in `__init__`), where `self` is the server object itself."""
+        if not (isinstance(base, ast.Attribute) and isinstance(base.value, ast.Name) and base.value.id == "self"
+                and self.functions):
+            return ""
+        method = next((f for f in reversed(self.functions) if id(f) in self.method_class), None)
+        if method is None:
+            return ""
+        cls = self.method_class[id(method)]
+        nested_handler = any(self.handler_depth[i] for i, f in enumerate(self.functions)
+                             if f is not method and self.functions.index(method) < i)
+        if nested_handler:
+            return f"`self.{base.attr}` of the `{cls}` object serving every request, in a handler,"
+        instance = self.instances.get(cls)
+        if method is self.functions[-1] and method.name != "__init__" and id(method) in self.reachable and instance:
+            return f"`{cls}.{base.attr}` of the one `{instance}` every caller shares, by `{method.name}` (a request " \
+                   "runs it),"
+        return ""
+
     def _closure_state(self, base: ast.expr) -> bool:
         """`db.items` in a handler nested in the function that made `db`: process-lifetime state, no handle."""
         if not (self.handler_depth and self.handler_depth[-1]) or len(self.functions) < 2:
@@ -461,6 +491,12 @@ class _Visitor(ast.NodeVisitor):
             if isinstance(target, ast.Subscript) and (owned := self._class_state(target.value)):
                 self.add(node, "module-state", f"class-level `{owned}` written by a function")
                 continue
+            kept = isinstance(node, ast.AugAssign) or isinstance(target, ast.Subscript) or (
+                bool(self.functions) and bool(_names(value) & _from_arguments(self.functions[-1])))
+            if kept and (shared := self._instance_state(target.value if isinstance(target, ast.Subscript)
+                                                        else target)):
+                self.add(node, "module-state", f"{shared} written")
+                continue
             written = self._nonlocal_target(target)
             is_self = isinstance(target, ast.Attribute) and _dotted(target.value) == "self"
             if (written or is_self) and _names(value) & INIT_ATTRS:
@@ -507,6 +543,8 @@ class _Visitor(ast.NodeVisitor):
                                                    "by a function")
                 elif self._closure_state(base):
                     self.add(node, "module-state", f"`{_dotted(base)}`, shared by every call, mutated by a handler")
+                elif shared := self._instance_state(base):
+                    self.add(node, "module-state", f"{shared} mutated")
             elif leaf == "get" and node.args and isinstance(node.args[0], ast.Constant) and isinstance(
                     node.args[0].value, str) and node.args[0].value.lower() == "mcp-session-id":
                 self.add(node, "session-id-read", "reads the Mcp-Session-Id header")
@@ -650,7 +688,7 @@ def analyze_tree(path: str, text: str, tree: ast.Module) -> list[Finding]:
     try:
         aliases = import_aliases(tree)
         visitor = _Visitor(path, lines, _module_mutables(tree), _class_mutables(tree), aliases,
-                           _stateful_fastmcp(tree, aliases), reachable_from_handlers(tree))
+                           _stateful_fastmcp(tree, aliases), reachable_from_handlers(tree), tree)
         visitor.visit(tree)
         found = visitor.found
         if uses_stdio(tree):

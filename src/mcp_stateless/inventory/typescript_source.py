@@ -444,10 +444,11 @@ def _reach(pre: _Prepass, root: Node) -> None:
             body = node.child_by_field_name("body")
             pre.classes[name] = {_leaf(m.child_by_field_name("name")): m for m in (
                 body.named_children if body is not None else []) if m.type == "method_definition"}
+    sites: list[tuple[str, Node]] = []
     for node in _walk(root):
         if node.type == "new_expression" and (ctor := node.child_by_field_name("constructor")) is not None and \
                 _text(ctor) in pre.classes:
-            pre.constructions[_text(ctor)] = pre.constructions.get(_text(ctor), 0) + 1
+            sites.append((_text(ctor), node))
             parent = node.parent
             if parent is not None and parent.type == "variable_declarator":
                 pre.instances[_text(parent.child_by_field_name("name"))] = _text(ctor)
@@ -467,6 +468,15 @@ def _reach(pre: _Prepass, root: Node) -> None:
                 cls = _enclosing_class(fn) if obj == "this" else pre.instances.get(obj, "")
                 if (method := pre.classes.get(cls, {}).get(_leaf(func))) is not None:
                     queue.append(method)
+    # an object a request makes is that request's own; one made once outside (at load, in main) serves every caller
+    for cls, site in sites:
+        outer = site.parent
+        while outer is not None and not (outer.type in FUNCTIONS and _key(outer) in pre.reachable):
+            outer = outer.parent
+        if outer is None:
+            pre.constructions[cls] = pre.constructions.get(cls, 0) + 1
+        else:
+            pre.constructions[cls] = 2  # made per request: never "the one object"
 
 
 def _from_arguments(fn: Node) -> set[str]:
@@ -742,6 +752,8 @@ class _Analyzer:
         target = node.child_by_field_name("argument")
         if self._module_name(target, self.pre.module_lets):
             self.add(node, "module-state", f"module-level `{_text(target)}` written by a function")
+        elif target is not None and (shared := self._instance_state(target)):
+            self.add(node, "module-state", f"{shared} written")
 
     def _write(self, node: Node, left: Node, right: Node) -> None:
         frame = self.frames[-1]
@@ -759,6 +771,12 @@ class _Analyzer:
                 return
             written = owner
         if not written:
+            this_field = left.child_by_field_name("object") if left.type == "subscript_expression" else left
+            from_args = set().union(*(_from_arguments(f.fn) for f in self.frames if f.fn is not None))
+            kept = left.type == "subscript_expression" or node.type == "augmented_assignment_expression" or bool(
+                _identifiers(right) & from_args)
+            if kept and this_field is not None and (shared := self._instance_state(this_field)):
+                self.add(node, "module-state", f"{shared} written")
             return
         if _mentions_call(right, frozenset({"getClientCapabilities", "getClientVersion"})) or self._caps(right):
             self.add(node, "initialize-state", f"initialize-time client data kept in `{written}`")
@@ -766,6 +784,27 @@ class _Analyzer:
             self.add(node, "client-answer-kept", f"a client's answer stored in module-level `{written}`")
         else:
             self.add(node, "module-state", f"module-level `{written}` written by a function")
+
+    def _instance_state(self, field: Node) -> str:
+        """`this.f` of an object every caller shares, in what a request runs: a method (not the constructor) of a
+        class of the file constructed once, reached from a handler; or a handler written inside a method (an
+        arrow function keeps the method's `this`), where `this` is the server object itself."""
+        if field.type != "member_expression" or _text(field.child_by_field_name("object")) != "this":
+            return ""
+        at = next((i for i in range(len(self.frames) - 1, -1, -1) if (fn := self.frames[i].fn) is not None
+                   and fn.type in {"method_definition", "function_declaration", "function_expression",
+                                   "function"}), None)
+        if at is None or (method := self.frames[at].fn) is None or method.type != "method_definition":
+            return ""  # `this` of a plain function is not an object of a class
+        cls = _enclosing_class(method)
+        name = _leaf(method.child_by_field_name("name"))
+        if any(f.role == "handler" for f in self.frames[at + 1:]):
+            return f"`this.{_leaf(field)}` of the `{cls}` object serving every request, in a handler,"
+        if at == len(self.frames) - 1 and name != "constructor" and self.frames[at].reached and \
+                self.pre.constructions.get(cls) == 1:
+            return f"`{cls}.{_leaf(field)}` of the one `{cls}` object every caller shares, by `{name}` (a " \
+                   "request runs it),"
+        return ""
 
     def _outer(self, base: Node | None) -> bool:
         """An object that outlives the call: made by an enclosing function (a per-server map in a factory), or a
@@ -948,6 +987,8 @@ class _Analyzer:
                 self.add(node, "client-answer-kept", f"a client's answer kept in module-level `{owner}`")
             else:
                 self.add(node, "module-state", f"module-level `{owner}` mutated by a function")
+        elif leaf in MUTATORS and (shared := self._instance_state(recv)):
+            self.add(node, "module-state", f"{shared} mutated")
 
 
 def analyze_source(src: Source, *, stdio: bool) -> list[Finding]:
