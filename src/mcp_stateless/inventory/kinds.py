@@ -97,7 +97,8 @@ _KINDS: tuple[Kind, ...] = (
          "Register a fixed catalogue (or one keyed by the principal, read per request); announce changes to it "
          "as list_changed events on `subscriptions/listen`."),
     Kind("get-stream", 7,
-         "The standalone GET stream or HTTP+SSE transport (server messages outside a request)",
+         "GET (the standalone stream of server messages outside a request) or DELETE (a session's end) served "
+         "on the MCP endpoint, or the HTTP+SSE transport",
          "Serve only POST on the modern endpoint (405 for GET and DELETE); move change events to "
          "`subscriptions/listen`, and server questions to MRTR."),
     Kind("event-replay", 8,

@@ -232,6 +232,37 @@ def _written_path(call: ast.Call, aliases: dict[str, str]) -> tuple[str, ast.exp
     return None
 
 
+_SDK_TRANSPORTS = (".StreamableHTTPSessionManager", ".StreamableHTTPServerTransport")
+
+
+def _transport_names(tree: ast.Module, aliases: dict[str, str]) -> set[str]:
+    """Names (plain or the attribute of `self.x = ...`) bound to the mcp SDK's Streamable HTTP session manager or
+    transport, and FastMCP's `session_manager` attribute."""
+    out = {"session_manager"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Call):
+            qualified = _qualified(node.value.func, aliases)
+            if qualified.startswith("mcp.") and qualified.endswith(_SDK_TRANSPORTS):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                out.update(_leaf(t) for t in targets if isinstance(t, ast.Name | ast.Attribute))
+    return out
+
+
+_ROUTES = frozenset({"starlette.routing.Route", "starlette.routing.Mount", "fastapi.routing.APIRoute"})
+_ROUTE_DECORATORS = frozenset({"get", "delete", "api_route", "route", "add_route", "add_api_route"})
+
+
+_SERVED = {("GET",): "the standalone server-to-client stream", ("DELETE",): "a session's termination",
+           ("GET", "DELETE"): "the standalone server-to-client stream and a session's termination"}
+
+
+def _listed_methods(call: ast.Call, default: set[str]) -> set[str]:
+    methods = _keyword(call, "methods")
+    if isinstance(methods, ast.List | ast.Tuple | ast.Set):
+        return {str(m.value).upper() for m in methods.elts if isinstance(m, ast.Constant)}
+    return default
+
+
 def _leaf(node: ast.AST) -> str:
     if isinstance(node, ast.Name):
         return node.id
@@ -330,6 +361,8 @@ class _Visitor(ast.NodeVisitor):
                  stateful_servers: set[str] | None = None, reachable: set[int] | None = None,
                  tree: ast.Module | None = None) -> None:
         self.path = path
+        self.transports = _transport_names(tree, aliases or {}) if tree is not None else set()
+        self.module_functions = {n.name: n for n in tree.body if isinstance(n, _FUNCTION_DEFS)} if tree else {}
         # methods of the file's module-level classes, and the module-level instance of each (the last one bound)
         self.method_class: dict[int, str] = {}
         self.instances: dict[str, str] = {}
@@ -356,8 +389,58 @@ class _Visitor(ast.NodeVisitor):
         self.found.append(_finding(self.path, self.lines, node, kind, message))
 
     # -- functions ---------------------------------------------------------------------------------------------
+    def _serves_mcp(self, endpoint: ast.expr | ast.FunctionDef | ast.AsyncFunctionDef | None) -> bool:
+        """An endpoint that hands the request to the SDK's transport: `manager.handle_request` itself, or a
+        function (of the file, by name, or this one) that calls it."""
+        def hands(n: ast.AST) -> bool:
+            return isinstance(n, ast.Attribute) and n.attr == "handle_request" and _leaf(n.value) in self.transports
+        if endpoint is None:
+            return False
+        if hands(endpoint):
+            return True
+        fn = self.module_functions.get(endpoint.id) if isinstance(endpoint, ast.Name) else endpoint
+        return fn is not None and isinstance(fn, (*_FUNCTION_DEFS, ast.Lambda)) and any(
+            hands(n) for n in ast.walk(fn))
+
+    def _route_methods(self, node: ast.AST, how: str, path: str, methods: set[str]) -> None:
+        if methods == {"*"}:
+            self.add(node, "get-stream", f"{how} {path} routes every method to the transport: GET opens the "
+                                         "standalone server-to-client stream, DELETE ends a session")
+            return
+        served = [m for m in ("GET", "DELETE") if m in methods]
+        if served:
+            self.add(node, "get-stream", f"{' and '.join(served)} {path} ({how}) routed to the transport: "
+                                         + _SERVED[tuple(served)])
+
+    def _route(self, node: ast.Call) -> None:
+        """GET or DELETE routed to the transport by Starlette or FastAPI: `Route(path, endpoint, methods=[...])`
+        (a function endpoint's default is GET), `Mount(path, app=...)` (every method), `app.add_route(...)`."""
+        qualified = _qualified(node.func, self.aliases)
+        leaf = _leaf(node.func)
+        path = node.args[0] if node.args else _keyword(node, "path")
+        if not (isinstance(path, ast.Constant) and isinstance(path.value, str)):
+            return
+        if qualified in _ROUTES or (isinstance(node.func, ast.Attribute) and leaf in {"add_route",
+                                                                                       "add_api_route"}):
+            mount = qualified.endswith(".Mount")
+            endpoint = node.args[1] if len(node.args) > 1 else _keyword(node, "app" if mount else "endpoint")
+            if self._serves_mcp(endpoint):
+                self._route_methods(node, leaf, path.value, {"*"} if mount else _listed_methods(node, {"GET"}))
+
+    def _route_decorator(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, dec: ast.expr) -> None:
+        """`@app.get(path)`, `@app.delete(path)`, `@app.api_route(path, methods=[...])`, `@app.route(...)` on a
+        function that hands the request to the transport."""
+        if not (isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute) and dec.func.attr in
+                _ROUTE_DECORATORS and dec.args and isinstance(dec.args[0], ast.Constant) and
+                isinstance(dec.args[0].value, str) and self._serves_mcp(fn)):
+            return
+        leaf = dec.func.attr
+        methods = {leaf.upper()} if leaf in {"get", "delete"} else _listed_methods(dec, {"GET"})
+        self._route_methods(dec, f"@{_dotted(dec.func)}", dec.args[0].value, methods)
+
     def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         for dec in node.decorator_list:
+            self._route_decorator(node, dec)
             target = dec.func if isinstance(dec, ast.Call) else dec
             leaf = _leaf(target)
             if leaf == "set_logging_level":
@@ -550,6 +633,7 @@ class _Visitor(ast.NodeVisitor):
                 self.add(node, "session-id-read", "reads the Mcp-Session-Id header")
         self._stateful_http(node, func)
         self._file_write(node)
+        self._route(node)
         if leaf in {"SseServerTransport", "sse_app"}:
             self.add(node, "get-stream", f"`{leaf}`: the HTTP+SSE transport")
         if leaf.endswith("EventStore"):

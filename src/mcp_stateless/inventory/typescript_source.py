@@ -924,10 +924,7 @@ class _Analyzer:
             elif header == "last-event-id":
                 self.add(node, "event-replay", "reads Last-Event-ID to replay a broken stream")
         # `all` and `use` route every method to the handler, GET included.
-        if leaf in {"get", "all", "use"} and first is not None and _string_value(first) is not None and any(
-                self._serves_mcp(a) for a in args[1:]):
-            how = "GET" if leaf == "get" else f"{leaf}() (GET included)"
-            self.add(node, "get-stream", f"{how} {_string_value(first)}: the standalone server-to-client stream")
+        self._route(node, leaf, args)
         if self.stdio and func.type == "member_expression":
             obj = _text(recv)
             if (obj == "console" and leaf in STDOUT_CONSOLE) or (obj == "process.stdout" and leaf == "write"):
@@ -957,6 +954,31 @@ class _Analyzer:
             return
         self.add(node, "local-file-state", f"`{_text(path)[:60]}` written (`{name}`) by what a request runs: each "
                                            "instance keeps its own file")
+
+    def _route(self, node: Node, leaf: str, args: list[Node]) -> None:
+        """GET or DELETE routed to the 2025 transport by an HTTP framework: Express's and Hono's `app.get`,
+        `app.delete`, `app.all`, `app.use` (every method), Hono's `app.on(["GET", ...], path, handler)`."""
+        methods: set[str] = {"GET", "DELETE"} if leaf in {"all", "use"} else {leaf.upper()} if leaf in {
+            "get", "delete"} else set()
+        if leaf == "on" and len(args) >= 2:
+            listed = args[0].named_children if args[0].type == "array" else [args[0]]
+            methods = {(_string_value(m) or "").upper() for m in listed} & {"GET", "DELETE"}
+            args = args[1:]
+        first = args[0] if args else None
+        if not methods or first is None or _string_value(first) is None or not any(
+                self._serves_mcp(a) for a in args[1:]):
+            return
+        path = _string_value(first)
+        if leaf in {"all", "use"}:
+            self.add(node, "get-stream", f"{leaf}() {path} routes every method to the transport: GET opens the "
+                                         "standalone server-to-client stream, DELETE ends a session")
+        elif methods == {"GET"}:
+            self.add(node, "get-stream", f"GET {path}: the standalone server-to-client stream")
+        elif methods == {"DELETE"}:
+            self.add(node, "get-stream", f"DELETE {path}: a session's termination, routed to the transport")
+        else:
+            self.add(node, "get-stream", f"GET and DELETE {path}: the standalone server-to-client stream and a "
+                                         "session's termination, routed to the transport")
 
     def _serves_mcp(self, handler: Node) -> bool:
         """A route handler (inline, or a function of the file by name) that hands the request to a transport."""
