@@ -17,7 +17,8 @@ from ..markers import expected
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "typescript"
 CASES = sorted(p for p in FIXTURES.iterdir() if p.suffix in JS_SUFFIXES or p.is_dir())
-IN_JSON = {"deps_open": {("package.json", 5, "dependency-range")}}
+IN_JSON = {"deps_open": {("package.json", 5, "dependency-range")},
+           "deps_workspaces": {("packages/server/package.json", 6, "dependency-range")}}
 
 
 def _expected(case: Path) -> set[tuple[str, int, str]]:
