@@ -153,6 +153,7 @@ class Source:
     relative: list[str] = field(default_factory=list)  # relative specifiers it imports
     fs_imports: dict[str, str] = field(default_factory=dict)  # local name -> name imported from a file module
     fs_namespaces: set[str] = field(default_factory=set)  # local names bound to a whole file module
+    relative_imports: dict[str, tuple[str, str]] = field(default_factory=dict)  # local -> (specifier, name)
 
 
 def _module_of(node: Node) -> str | None:
@@ -167,8 +168,7 @@ def _module_of(node: Node) -> str | None:
     return None
 
 
-def _bind_imports(src: Source, node: Node, *, fs: bool = False) -> None:
-    imports, namespaces = (src.fs_imports, src.fs_namespaces) if fs else (src.imports, src.namespaces)
+def _bind_imports(node: Node, imports: dict[str, str], namespaces: set[str]) -> None:
     if node.type == "import_statement":
         clause = next((c for c in node.children if c.type == "import_clause"), None)
         for part in clause.named_children if clause is not None else []:
@@ -214,11 +214,14 @@ def parse(path: str, text: str) -> Source:
             continue
         if spec.startswith(MCP_PREFIX):
             src.mcp = True
-            _bind_imports(src, node)
+            _bind_imports(node, src.imports, src.namespaces)
         elif spec.startswith("."):
             src.relative.append(spec)
+            named: dict[str, str] = {}
+            _bind_imports(node, named, set())
+            src.relative_imports.update((local, (spec, name)) for local, name in named.items())
         elif spec in FS_MODULES:
-            _bind_imports(src, node, fs=True)
+            _bind_imports(node, src.fs_imports, src.fs_namespaces)
     src.stdio = src.mcp and any(
         n.type == "new_expression" and _canonical(src, n.child_by_field_name("constructor")) == "StdioServerTransport"
         for n in _walk(src.root))
@@ -268,10 +271,35 @@ def analyze_package(sources: dict[str, Source]) -> list[Finding]:
     """Findings of every file of a tree that is part of an MCP server (see the module docstring)."""
     examined = _closure(sources, {p for p, s in sources.items() if s.mcp})
     stdio = _closure(sources, {p for p, s in sources.items() if s.stdio})
+    analyzers = {path: _Analyzer(sources[path], root, path in stdio) for path in sorted(examined)
+                 if (root := sources[path].root) is not None}
+    _reach_across(analyzers)
     out: list[Finding] = []
-    for path in sorted(examined):
-        out += analyze_source(sources[path], stdio=path in stdio)
+    for analyzer in analyzers.values():
+        out += analyzer.run()
     return out
+
+
+def _reach_across(analyzers: dict[str, _Analyzer]) -> None:
+    """A method of a class of another file of the package, called by a request on an instance made here
+    (`const thinking = new ThinkingServer()` of `./lib.js`): reached there, and that class's one object."""
+    known = set(analyzers)
+    done: set[tuple[str, str, str]] = set()
+    for _ in range(3):  # a short chain of files; deeper chains are not real server code
+        for path, analyzer in analyzers.items():
+            for local, method_name in sorted(analyzer.pre.external_calls):
+                spec, name = analyzer.src.relative_imports[local]
+                target_path = resolve(path, spec, known)
+                if target_path is None or (path, local, method_name) in done:
+                    continue
+                done.add((path, local, method_name))
+                target = analyzers[target_path].pre
+                if (path, local, "") not in done:
+                    done.add((path, local, ""))
+                    target.constructions[name] = target.constructions.get(name, 0) + \
+                        analyzer.pre.external_constructions.get(local, 0)
+                if (method := target.classes.get(name, {}).get(method_name)) is not None:
+                    _reach_from(target, [method])
 
 
 def analyze(path: str, text: str) -> list[Finding]:
@@ -309,6 +337,11 @@ class _Prepass:
     instances: dict[str, str] = field(default_factory=dict)  # `const x = new C()` -> C, for a class of the file
     constructions: dict[str, int] = field(default_factory=dict)  # class of the file -> `new C(...)` sites
     reachable: set[tuple[int, int]] = field(default_factory=set)  # _key() of the functions a request runs
+    # classes imported from the package's other files: `const x = new Imported()` -> Imported, the `new` sites
+    # outside what a request runs, and the (class, method) a request calls on such an instance
+    external_instances: dict[str, str] = field(default_factory=dict)
+    external_constructions: dict[str, int] = field(default_factory=dict)
+    external_calls: set[tuple[str, str]] = field(default_factory=set)
 
 
 def _function_name(fn: Node) -> str:
@@ -406,7 +439,7 @@ def _prepass(src: Source, root: Node) -> _Prepass:
                     if a.type not in FUNCTIONS and (_value_names(a) & pre.answer_names or _is_server_request(a)):
                         pre.answer_params.setdefault(_text(func), set()).add(i)
     pre.registrations.update(name for name, container in pending if container in containers)
-    _reach(pre, root)
+    _reach(pre, root, src)
     return pre
 
 
@@ -436,23 +469,7 @@ def _handler_roots(pre: _Prepass, root: Node) -> list[Node]:
     return out
 
 
-def _reach(pre: _Prepass, root: Node) -> None:
-    """What a request runs: the handlers, then (transitively) the file's functions they call by name and the
-    methods they call on `this` or on an instance of a class of the file."""
-    for node in _walk(root):
-        if node.type in {"class_declaration", "class"} and (name := _text(node.child_by_field_name("name"))):
-            body = node.child_by_field_name("body")
-            pre.classes[name] = {_leaf(m.child_by_field_name("name")): m for m in (
-                body.named_children if body is not None else []) if m.type == "method_definition"}
-    sites: list[tuple[str, Node]] = []
-    for node in _walk(root):
-        if node.type == "new_expression" and (ctor := node.child_by_field_name("constructor")) is not None and \
-                _text(ctor) in pre.classes:
-            sites.append((_text(ctor), node))
-            parent = node.parent
-            if parent is not None and parent.type == "variable_declarator":
-                pre.instances[_text(parent.child_by_field_name("name"))] = _text(ctor)
-    queue = _handler_roots(pre, root)
+def _reach_from(pre: _Prepass, queue: list[Node]) -> None:
     while queue:
         fn = queue.pop()
         if _key(fn) in pre.reachable:
@@ -468,15 +485,42 @@ def _reach(pre: _Prepass, root: Node) -> None:
                 cls = _enclosing_class(fn) if obj == "this" else pre.instances.get(obj, "")
                 if (method := pre.classes.get(cls, {}).get(_leaf(func))) is not None:
                     queue.append(method)
+                elif obj in pre.external_instances:
+                    pre.external_calls.add((pre.external_instances[obj], _leaf(func)))
+
+
+def _outside_requests(pre: _Prepass, site: Node) -> bool:
+    outer = site.parent
+    while outer is not None and not (outer.type in FUNCTIONS and _key(outer) in pre.reachable):
+        outer = outer.parent
+    return outer is None
+
+
+def _reach(pre: _Prepass, root: Node, src: Source) -> None:
+    """What a request runs: the handlers, then (transitively) the file's functions they call by name and the
+    methods they call on `this` or on an instance of a class of the file."""
+    for node in _walk(root):
+        if node.type in {"class_declaration", "class"} and (name := _text(node.child_by_field_name("name"))):
+            body = node.child_by_field_name("body")
+            pre.classes[name] = {_leaf(m.child_by_field_name("name")): m for m in (
+                body.named_children if body is not None else []) if m.type == "method_definition"}
+    sites: list[tuple[str, Node, bool]] = []  # (class, `new` site, imported from another file?)
+    for node in _walk(root):
+        if node.type != "new_expression" or (ctor := node.child_by_field_name("constructor")) is None:
+            continue
+        name = _text(ctor)
+        imported = name not in pre.classes and name in src.relative_imports
+        if name not in pre.classes and not imported:
+            continue
+        sites.append((name, node, imported))
+        parent = node.parent
+        if parent is not None and parent.type == "variable_declarator":
+            (pre.external_instances if imported else pre.instances)[_text(parent.child_by_field_name("name"))] = name
+    _reach_from(pre, _handler_roots(pre, root))
     # an object a request makes is that request's own; one made once outside (at load, in main) serves every caller
-    for cls, site in sites:
-        outer = site.parent
-        while outer is not None and not (outer.type in FUNCTIONS and _key(outer) in pre.reachable):
-            outer = outer.parent
-        if outer is None:
-            pre.constructions[cls] = pre.constructions.get(cls, 0) + 1
-        else:
-            pre.constructions[cls] = 2  # made per request: never "the one object"
+    for cls, site, imported in sites:
+        counts = pre.external_constructions if imported else pre.constructions
+        counts[cls] = counts.get(cls, 0) + 1 if _outside_requests(pre, site) else 2  # per request: never "the one"
 
 
 def _from_arguments(fn: Node) -> set[str]:
@@ -522,11 +566,19 @@ def _params(fn: Node) -> list[str]:
 class _Analyzer:
     def __init__(self, src: Source, root: Node, stdio: bool) -> None:
         self.src = src
+        self.root = root
         self.stdio = stdio
         self.pre = _prepass(src, root)
         self.frames: list[_Frame] = []
         self.cap_conditions = 0
         self.found: list[Finding] = []
+
+    def run(self) -> list[Finding]:
+        try:
+            self.visit(self.root)
+        except RecursionError:
+            return []
+        return self.found
 
     # -- helpers -----------------------------------------------------------------------------------------------
     def add(self, node: Node, kind: str, message: str) -> None:
@@ -940,8 +992,11 @@ class _Analyzer:
         obj = func.child_by_field_name("object")
         if obj is not None and obj.type == "member_expression" and _leaf(obj) == "promises":
             obj = obj.child_by_field_name("object")
-        return _leaf(func) if obj is not None and obj.type == "identifier" and _text(obj) in \
-            self.src.fs_namespaces else ""
+        if obj is None or obj.type != "identifier":
+            return ""
+        # `import { promises as fs } from "fs"`: the local is the promises namespace
+        namespace = _text(obj) in self.src.fs_namespaces or self.src.fs_imports.get(_text(obj)) == "promises"
+        return _leaf(func) if namespace else ""
 
     def _file_write(self, node: Node, func: Node, path: Node | None) -> None:
         """A file written, from what a request runs, at a path the call's arguments do not name: the server's own
@@ -1017,10 +1072,5 @@ def analyze_source(src: Source, *, stdio: bool) -> list[Finding]:
     """Findings of one parsed file, examined as part of an MCP server."""
     if src.root is None:
         return []
-    analyzer = _Analyzer(src, src.root, stdio)
-    try:
-        analyzer.visit(src.root)
-    except RecursionError:
-        return []
-    return analyzer.found
+    return _Analyzer(src, src.root, stdio).run()
 

@@ -39,7 +39,7 @@ def test_the_set_covers_every_kind_with_a_typescript_shape_and_the_clean_ones_ar
                      "per-connection-registration", "get-stream", "event-replay", "process-secret", "module-state",
                      "stdout-write", "dependency-range", "connection-auth", "local-file-state"}
     clean = [c for c in CASES if c.name.startswith("clean") or c.name == "deps_bounded"]
-    assert len(clean) == 8
+    assert len(clean) == 9
     assert [c.name for c in clean if _expected(c) or inventory(c).findings] == []
     assert {c.suffix for c in CASES} >= {".ts", ".tsx", ".js", ".mjs", ".cjs"}
 
