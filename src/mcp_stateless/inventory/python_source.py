@@ -362,7 +362,8 @@ class _Visitor(ast.NodeVisitor):
                  tree: ast.Module | None = None) -> None:
         self.path = path
         self.transports = _transport_names(tree, aliases or {}) if tree is not None else set()
-        self.module_functions = {n.name: n for n in tree.body if isinstance(n, _FUNCTION_DEFS)} if tree else {}
+        # every function of the file by name (a nested endpoint is named in the function that defines it)
+        self.module_functions = {n.name: n for n in ast.walk(tree) if isinstance(n, _FUNCTION_DEFS)} if tree else {}
         # methods of the file's module-level classes, and the module-level instance of each (the last one bound)
         self.method_class: dict[int, str] = {}
         self.instances: dict[str, str] = {}
@@ -558,7 +559,20 @@ class _Visitor(ast.NodeVisitor):
         self._assignment(node, [node.target], node.value)
         self.generic_visit(node)
 
+    def _handler_table(self, node: ast.stmt, target: ast.expr) -> None:
+        """The low-level Server's handler table filled by hand: `app.request_handlers[types.X] = fn`."""
+        if not (isinstance(target, ast.Subscript) and _leaf(target.value) == "request_handlers"):
+            return
+        request = _qualified(target.slice, self.aliases)
+        if request in {"mcp.types.SubscribeRequest", "mcp.types.UnsubscribeRequest"}:
+            self.add(node, "resource-subscriptions", f"a `{request.rsplit('.', 1)[1]}` handler keeps resource "
+                                                     "subscriptions")
+        elif request == "mcp.types.SetLevelRequest":
+            self.add(node, "log-level-state", "a `logging/setLevel` handler keeps a level for later requests")
+
     def _assignment(self, node: ast.stmt, targets: list[ast.expr], value: ast.expr) -> None:
+        for target in targets:
+            self._handler_table(node, target)
         if not self.functions:
             call = value if isinstance(value, ast.Call) else None
             if call is not None and _dotted(call.func) in SECRET_CALLS:
@@ -667,6 +681,11 @@ class _Visitor(ast.NodeVisitor):
             if stateless is None or (isinstance(stateless, ast.Constant) and stateless.value is False):
                 self.add(node, "session-id-read", "`StreamableHTTPSessionManager` without `stateless=True`: each "
                                                   "instance keeps its sessions and requires their Mcp-Session-Id")
+            elif not isinstance(stateless, ast.Constant):
+                configured = ast.unparse(stateless)[:40]
+                self.add(node, "session-id-read", f"`StreamableHTTPSessionManager(stateless={configured})`: stateful "
+                                                  "(per-instance sessions, Mcp-Session-Id required) unless the "
+                                                  "configuration says otherwise")
             return
         if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
                 and func.value.id in self.stateful_servers) or _is_true(_keyword(node, "stateless_http")):
