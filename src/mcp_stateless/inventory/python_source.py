@@ -528,6 +528,19 @@ class _Visitor(ast.NodeVisitor):
                    "runs it),"
         return ""
 
+    def _starting(self) -> bool:
+        """The write is in the function that starts the server (it runs uvicorn or the stdio transport itself):
+        configuration done once per process before any request, the same on every instance, not cross-call
+        state. A handler nested in that function is a function of its own, judged on its own."""
+        fn = self.functions[-1] if self.functions else None
+        if fn is None:
+            return False
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call) and (_qualified(node.func, self.aliases).startswith(
+                    ("uvicorn.", "hypercorn.")) or _leaf(node.func) == "stdio_server"):
+                return True
+        return False
+
     def _closure_state(self, base: ast.expr) -> bool:
         """`db.items` in a handler nested in the function that made `db`: process-lifetime state, no handle."""
         if not (self.handler_depth and self.handler_depth[-1]) or len(self.functions) < 2:
@@ -600,7 +613,7 @@ class _Visitor(ast.NodeVisitor):
                 self.add(node, "initialize-state", "client info/capabilities from initialize kept")
             elif written and reads_answer:
                 self.add(node, "client-answer-kept", f"a client's answer stored in `{written}`")
-            elif written:
+            elif written and not self._starting():
                 self.add(node, "module-state", f"module-level `{written}` written by a function")
 
     def visit_Delete(self, node: ast.Delete) -> None:
@@ -633,7 +646,7 @@ class _Visitor(ast.NodeVisitor):
                         self.add(node, "session-keyed-state", f"`{base.id}` keyed by the session")
                     elif node.args and (_names(node.args[0]) & self.answers[-1] or self._answer_call(node.args[0])):
                         self.add(node, "client-answer-kept", f"a client's answer kept in `{base.id}`")
-                    else:
+                    elif not self._starting():
                         self.add(node, "module-state", f"module-level `{base.id}` mutated by a function")
                 elif owned := self._class_state(base):
                     self.add(node, "module-state", f"class-level `{owned}`, one object for every instance, mutated "
