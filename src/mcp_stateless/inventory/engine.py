@@ -41,7 +41,9 @@ MCP1_ONLY_MODULES = ("mcp.server.fastmcp", "mcp.server.websocket", "mcp.client.w
                      "mcp.shared.progress", "mcp.shared.version", "mcp.shared.response_router",
                      "mcp.server.lowlevel.func_inspection")
 MCP1_ONLY_NAMES = ("mcp.McpError", "mcp.shared.exceptions.McpError", "mcp.server.FastMCP",
-                   "mcp.server.lowlevel.server.request_ctx")
+                   "mcp.server.lowlevel.server.request_ctx", "mcp.client.streamable_http.streamablehttp_client",
+                   "mcp.shared.context.RequestContext", "mcp.shared.memory.create_connected_server_and_client_session",
+                   "mcp.server.session.InitializationState", "mcp.types.ResourceReference")
 MCP1_ONLY = MCP1_ONLY_MODULES + MCP1_ONLY_NAMES
 # Metadata files whose declared or locked dependencies are read (besides requirements*.txt, pyproject.toml,
 # setup.py and package.json)
