@@ -23,8 +23,10 @@ _OFFICE_PRINTS = [("word_document_server/core/protection.py", n) for n in (82, 8
 EXPECTED: dict[str, set[tuple[str, int, str]]] = {
     # list_roots while handling a call (its answer stays local to the call: no client-answer-kept)
     "mcp-server-git-2026.7.10": {("mcp_server_git/server.py", 468, "server-request")},
-    # the in-process insights list on the db object shared by every call, and the unsolicited resources/updated
+    # the in-process insights list on the db object shared by every call, the unsolicited resources/updated, and
+    # the database file on this instance's disk that the tools query and write (its path from the command line)
     "mcp-server-sqlite-2025.4.25": {("mcp_server_sqlite/server.py", 334, "module-state"),
+                                    ("mcp_server_sqlite/server.py", 143, "local-file-state"),
                                     ("mcp_server_sqlite/server.py", 338, "unsolicited-notification")},
     # `mcp>=1.23.0` while server.py imports `McpError` from mcp.shared.exceptions, which mcp 2.x removed
     "mcp-server-time-2026.7.10": {("mcp_server_time-2026.7.10.dist-info/METADATA", 16, "dependency-range")},

@@ -152,6 +152,13 @@ def reachable_from_handlers(tree: ast.Module) -> set[int]:
             methods[cls.name] = {m.name: m for m in cls.body if isinstance(m, _FUNCTION_DEFS)}
             owner.update((id(m), cls.name) for m in methods[cls.name].values())
     instances = _module_instances(tree, set(methods))
+    # an instance made in a function (`db = Database(path)` in main) that the handlers nested there call
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and isinstance(
+                node.value.func, ast.Name) and node.value.func.id in methods:
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    instances.setdefault(t.id, node.value.func.id)
     queue: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
     for node in ast.walk(tree):
         if isinstance(node, _FUNCTION_DEFS) and any(
@@ -229,6 +236,9 @@ def _written_path(call: ast.Call, aliases: dict[str, str]) -> tuple[str, ast.exp
     if isinstance(func, ast.Attribute) and func.attr in {"write_text", "write_bytes"} and \
             not _qualified(func.value, aliases):
         return f".{func.attr}()", func.value
+    if qualified in {"sqlite3.connect", "aiosqlite.connect"} and call.args and not (
+            isinstance(call.args[0], ast.Constant) and call.args[0].value == ":memory:"):
+        return f"{qualified}(), a database file", call.args[0]
     return None
 
 
