@@ -371,6 +371,8 @@ class _Visitor(ast.NodeVisitor):
                  stateful_servers: set[str] | None = None, reachable: set[int] | None = None,
                  tree: ast.Module | None = None) -> None:
         self.path = path
+        self._args_cache: dict[int, set[str]] = {}
+        self._starting_cache: dict[int, bool] = {}
         self.transports = _transport_names(tree, aliases or {}) if tree is not None else set()
         # every function of the file by name (a nested endpoint is named in the function that defines it)
         self.module_functions = {n.name: n for n in ast.walk(tree) if isinstance(n, _FUNCTION_DEFS)} if tree else {}
@@ -538,6 +540,11 @@ class _Visitor(ast.NodeVisitor):
                    "runs it),"
         return ""
 
+    def _from_arguments(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+        if id(fn) not in self._args_cache:
+            self._args_cache[id(fn)] = _from_arguments(fn)
+        return self._args_cache[id(fn)]
+
     def _starting(self) -> bool:
         """The write is in the function that starts the server (it runs uvicorn or the stdio transport itself):
         configuration done once per process before any request, the same on every instance, not cross-call
@@ -545,11 +552,11 @@ class _Visitor(ast.NodeVisitor):
         fn = self.functions[-1] if self.functions else None
         if fn is None:
             return False
-        for node in ast.walk(fn):
-            if isinstance(node, ast.Call) and (_qualified(node.func, self.aliases).startswith(
-                    ("uvicorn.", "hypercorn.")) or _leaf(node.func) == "stdio_server"):
-                return True
-        return False
+        if id(fn) not in self._starting_cache:
+            self._starting_cache[id(fn)] = any(
+                isinstance(node, ast.Call) and (_qualified(node.func, self.aliases).startswith(
+                    ("uvicorn.", "hypercorn.")) or _leaf(node.func) == "stdio_server") for node in ast.walk(fn))
+        return self._starting_cache[id(fn)]
 
     def _closure_state(self, base: ast.expr) -> bool:
         """`db.items` in a handler nested in the function that made `db`: process-lifetime state, no handle."""
@@ -611,10 +618,12 @@ class _Visitor(ast.NodeVisitor):
             if isinstance(target, ast.Subscript) and (owned := self._class_state(target.value)):
                 self.add(node, "module-state", f"class-level `{owned}` written by a function")
                 continue
-            kept = isinstance(node, ast.AugAssign) or isinstance(target, ast.Subscript) or (
-                bool(self.functions) and bool(_names(value) & _from_arguments(self.functions[-1])))
-            if kept and (shared := self._instance_state(target.value if isinstance(target, ast.Subscript)
-                                                        else target)):
+            field = target.value if isinstance(target, ast.Subscript) else target
+            on_self = isinstance(field, ast.Attribute) and isinstance(field.value, ast.Name) and \
+                field.value.id == "self"
+            kept = on_self and (isinstance(node, ast.AugAssign) or isinstance(target, ast.Subscript) or (
+                bool(self.functions) and bool(_names(value) & self._from_arguments(self.functions[-1]))))
+            if kept and (shared := self._instance_state(field)):
                 self.add(node, "module-state", f"{shared} written")
                 continue
             written = self._nonlocal_target(target)
@@ -689,7 +698,7 @@ class _Visitor(ast.NodeVisitor):
         if not runs or (got := _written_path(node, self.aliases)) is None:
             return
         what, path = got
-        from_args = set().union(*(_from_arguments(f) for f in self.functions))
+        from_args = set().union(*(self._from_arguments(f) for f in self.functions))
         if _names(path) & from_args:
             return
         self.add(node, "local-file-state", f"`{ast.unparse(path)[:60]}` written ({what}) by `{runs[-1].name}`, "

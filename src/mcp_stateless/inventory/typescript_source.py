@@ -567,6 +567,7 @@ class _Analyzer:
     def __init__(self, src: Source, root: Node, stdio: bool) -> None:
         self.src = src
         self.root = root
+        self._args_cache: dict[tuple[int, int], set[str]] = {}
         self.stdio = stdio
         self.pre = _prepass(src, root)
         self.frames: list[_Frame] = []
@@ -824,10 +825,12 @@ class _Analyzer:
             written = owner
         if not written:
             this_field = left.child_by_field_name("object") if left.type == "subscript_expression" else left
-            from_args = set().union(*(_from_arguments(f.fn) for f in self.frames if f.fn is not None))
+            if this_field is None or this_field.type != "member_expression" or \
+                    _text(this_field.child_by_field_name("object")) != "this":
+                return
             kept = left.type == "subscript_expression" or node.type == "augmented_assignment_expression" or bool(
-                _identifiers(right) & from_args)
-            if kept and this_field is not None and (shared := self._instance_state(this_field)):
+                _identifiers(right) & self._from_arguments())
+            if kept and (shared := self._instance_state(this_field)):
                 self.add(node, "module-state", f"{shared} written")
             return
         if _mentions_call(right, frozenset({"getClientCapabilities", "getClientVersion"})) or self._caps(right):
@@ -982,6 +985,17 @@ class _Analyzer:
             if (obj == "console" and leaf in STDOUT_CONSOLE) or (obj == "process.stdout" and leaf == "write"):
                 self.add(node, "stdout-write", f"`{_text(func)}` writes to stdout, the stdio protocol channel")
 
+    def _from_arguments(self) -> set[str]:
+        """What the enclosing functions name from their callers' arguments (each function computed once)."""
+        out: set[str] = set()
+        for f in self.frames:
+            if f.fn is not None:
+                key = _key(f.fn)
+                if key not in self._args_cache:
+                    self._args_cache[key] = _from_arguments(f.fn)
+                out |= self._args_cache[key]
+        return out
+
     def _fs_call(self, func: Node) -> str:
         """The file-module function a callee denotes through the imports (`fs.writeFileSync`, `fs.promises.
         writeFile`, `writeFile` of `import { writeFile } from "node:fs/promises"`), else ''."""
@@ -1004,8 +1018,7 @@ class _Analyzer:
         name = self._fs_call(func)
         if name not in FS_WRITES or path is None or not any(f.reached for f in self.frames):
             return
-        from_args = set().union(*(_from_arguments(f.fn) for f in self.frames if f.fn is not None))
-        if _identifiers(path) & from_args:
+        if _identifiers(path) & self._from_arguments():
             return
         self.add(node, "local-file-state", f"`{_text(path)[:60]}` written (`{name}`) by what a request runs: each "
                                            "instance keeps its own file")
