@@ -417,6 +417,13 @@ def _typescript_findings(ts: ModuleType, texts: dict[str, str], notes: list[str]
 
 
 def inventory(root: str | Path, *, include_tests: bool = False, kinds: set[str] | None = None) -> Inventory:
+    try:
+        return _inventory(root, include_tests=include_tests, kinds=kinds)
+    finally:
+        python_source.forget_walks()
+
+
+def _inventory(root: str | Path, *, include_tests: bool, kinds: set[str] | None) -> Inventory:
     base = Path(root)
     result = Inventory(str(root))
     single = base.is_file()

@@ -26,8 +26,27 @@ INIT_ATTRS = frozenset({"client_params", "clientInfo", "client_info", "protocolV
 MCP_ROOTS = ("mcp", "fastmcp")
 
 
+# `ast.walk(tree)` as a list per file tree: a tree is walked by a dozen passes (the engine's and the analyzer's).
+# Bounded, and emptied by the engine after each inventory, so a long-lived process keeps no trees.
+_WALKS: dict[int, tuple[ast.AST, list[ast.AST]]] = {}
+_WALKS_MAX = 4096
+
+
+def _nodes(tree: ast.AST) -> list[ast.AST]:
+    got = _WALKS.get(id(tree))
+    if got is None or got[0] is not tree:
+        if len(_WALKS) >= _WALKS_MAX:
+            _WALKS.clear()
+        got = _WALKS[id(tree)] = (tree, list(ast.walk(tree)))
+    return got[1]
+
+
+def forget_walks() -> None:
+    _WALKS.clear()
+
+
 def imports_mcp(tree: ast.AST) -> bool:
-    for node in ast.walk(tree):
+    for node in _nodes(tree):
         if isinstance(node, ast.Import) and any(a.name.split(".")[0] in MCP_ROOTS for a in node.names):
             return True
         if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] in MCP_ROOTS:
@@ -38,7 +57,7 @@ def imports_mcp(tree: ast.AST) -> bool:
 def imported_modules(tree: ast.AST) -> set[str]:
     """Every absolute module the file imports (`from a.b import c` gives `a.b` and `a.b.c`)."""
     out: set[str] = set()
-    for node in ast.walk(tree):
+    for node in _nodes(tree):
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -49,7 +68,7 @@ def imported_modules(tree: ast.AST) -> set[str]:
 
 def uses_stdio(tree: ast.AST) -> bool:
     """The file serves over stdio: `stdio_server`, or `.run()` with no transport or `transport="stdio"`."""
-    for node in ast.walk(tree):
+    for node in _nodes(tree):
         if isinstance(node, ast.Name | ast.Attribute) and _leaf(node) == "stdio_server":
             return True
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "run":
@@ -67,7 +86,7 @@ def import_aliases(tree: ast.AST) -> dict[str, str]:
     """Local name -> the absolute dotted name it is bound to by the file's imports (`from a import b as c` gives
     `c -> a.b`, `import a.b` gives `a -> a`, `import a.b as c` gives `c -> a.b`)."""
     out: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in _nodes(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
                 out[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
@@ -114,7 +133,7 @@ def _stateful_fastmcp(tree: ast.Module, aliases: dict[str, str]) -> set[str]:
                 not _is_true(_keyword(stmt.value, "stateless_http")):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             made.update(t.id for t in targets if isinstance(t, ast.Name))
-    for node in ast.walk(tree):
+    for node in _nodes(tree):
         if isinstance(node, ast.Assign) and _is_true(node.value):
             for t in node.targets:
                 if isinstance(t, ast.Attribute) and t.attr == "stateless_http":
@@ -153,14 +172,14 @@ def reachable_from_handlers(tree: ast.Module) -> set[int]:
             owner.update((id(m), cls.name) for m in methods[cls.name].values())
     instances = _module_instances(tree, set(methods))
     # an instance made in a function (`db = Database(path)` in main) that the handlers nested there call
-    for node in ast.walk(tree):
+    for node in _nodes(tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and isinstance(
                 node.value.func, ast.Name) and node.value.func.id in methods:
             for t in node.targets:
                 if isinstance(t, ast.Name):
                     instances.setdefault(t.id, node.value.func.id)
     queue: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
-    for node in ast.walk(tree):
+    for node in _nodes(tree):
         if isinstance(node, _FUNCTION_DEFS) and any(
                 _leaf(d.func if isinstance(d, ast.Call) else d) in HANDLER_DECORATORS for d in node.decorator_list):
             queue.append(node)
@@ -249,7 +268,7 @@ def _transport_names(tree: ast.Module, aliases: dict[str, str]) -> set[str]:
     """Names (plain or the attribute of `self.x = ...`) bound to the mcp SDK's Streamable HTTP session manager or
     transport, and FastMCP's `session_manager` attribute."""
     out = {"session_manager"}
-    for node in ast.walk(tree):
+    for node in _nodes(tree):
         if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Call):
             qualified = _qualified(node.value.func, aliases)
             if qualified.startswith("mcp.") and qualified.endswith(_SDK_TRANSPORTS):
@@ -309,7 +328,7 @@ def stdout_writes(path: str, lines: list[str], tree: ast.Module) -> list[Finding
     """stdout writes of a parsed file (the engine keeps them only for a package served over stdio)."""
     out: list[Finding] = []
     elsewhere = _not_stdio_branches(tree)
-    for node in ast.walk(tree):
+    for node in _nodes(tree):
         if not isinstance(node, ast.Call) or id(node) in elsewhere:
             continue
         name = _dotted(node.func)
@@ -345,7 +364,7 @@ def _not_stdio_branches(tree: ast.Module) -> set[int]:
     """Ids of the nodes in branches taken only when the server does not serve stdio (a multi-transport main),
     where stdout is not the protocol channel."""
     ids: set[int] = set()
-    for node in ast.walk(tree):
+    for node in _nodes(tree):
         if not isinstance(node, ast.If) or (got := _transport_test(node.test)) is None:
             continue
         name, equal = got
@@ -375,7 +394,7 @@ class _Visitor(ast.NodeVisitor):
         self._starting_cache: dict[int, bool] = {}
         self.transports = _transport_names(tree, aliases or {}) if tree is not None else set()
         # every function of the file by name (a nested endpoint is named in the function that defines it)
-        self.module_functions = {n.name: n for n in ast.walk(tree) if isinstance(n, _FUNCTION_DEFS)} if tree else {}
+        self.module_functions = {n.name: n for n in _nodes(tree) if isinstance(n, _FUNCTION_DEFS)} if tree else {}
         # methods of the file's module-level classes, and the module-level instance of each (the last one bound)
         self.method_class: dict[int, str] = {}
         self.instances: dict[str, str] = {}

@@ -393,7 +393,8 @@ def _prepass(src: Source, root: Node) -> _Prepass:
                 pre.module_containers.add(_text(target))
     containers: set[str] = set()
     pending: list[tuple[str, str]] = []  # (name, container) of `name = container.get(...)`
-    for node in _walk(root):
+    nodes = list(_walk(root))  # walked once, for this pass and what a request runs
+    for node in nodes:
         t = node.type
         if t in FUNCTIONS:
             name = _function_name(node)
@@ -439,7 +440,7 @@ def _prepass(src: Source, root: Node) -> _Prepass:
                     if a.type not in FUNCTIONS and (_value_names(a) & pre.answer_names or _is_server_request(a)):
                         pre.answer_params.setdefault(_text(func), set()).add(i)
     pre.registrations.update(name for name, container in pending if container in containers)
-    _reach(pre, root, src)
+    _reach(pre, nodes, src)
     return pre
 
 
@@ -455,11 +456,11 @@ def _enclosing_class(node: Node) -> str:
     return _text(parent.child_by_field_name("name")) if parent is not None else ""
 
 
-def _handler_roots(pre: _Prepass, root: Node) -> list[Node]:
+def _handler_roots(pre: _Prepass, nodes: list[Node]) -> list[Node]:
     """The functions registered as request handlers: inline in `registerTool(...)`/`setRequestHandler(...)`, or
     a function of the file passed there by name."""
     out = []
-    for node in _walk(root):
+    for node in nodes:
         if node.type == "call_expression" and _leaf(node.child_by_field_name("function")) in HANDLER_CALLS:
             for a in _args(node):
                 if a.type in FUNCTIONS:
@@ -496,16 +497,16 @@ def _outside_requests(pre: _Prepass, site: Node) -> bool:
     return outer is None
 
 
-def _reach(pre: _Prepass, root: Node, src: Source) -> None:
+def _reach(pre: _Prepass, nodes: list[Node], src: Source) -> None:
     """What a request runs: the handlers, then (transitively) the file's functions they call by name and the
     methods they call on `this` or on an instance of a class of the file."""
-    for node in _walk(root):
+    for node in nodes:
         if node.type in {"class_declaration", "class"} and (name := _text(node.child_by_field_name("name"))):
             body = node.child_by_field_name("body")
             pre.classes[name] = {_leaf(m.child_by_field_name("name")): m for m in (
                 body.named_children if body is not None else []) if m.type == "method_definition"}
     sites: list[tuple[str, Node, bool]] = []  # (class, `new` site, imported from another file?)
-    for node in _walk(root):
+    for node in nodes:
         if node.type != "new_expression" or (ctor := node.child_by_field_name("constructor")) is None:
             continue
         name = _text(ctor)
@@ -516,7 +517,7 @@ def _reach(pre: _Prepass, root: Node, src: Source) -> None:
         parent = node.parent
         if parent is not None and parent.type == "variable_declarator":
             (pre.external_instances if imported else pre.instances)[_text(parent.child_by_field_name("name"))] = name
-    _reach_from(pre, _handler_roots(pre, root))
+    _reach_from(pre, _handler_roots(pre, nodes))
     # an object a request makes is that request's own; one made once outside (at load, in main) serves every caller
     for cls, site, imported in sites:
         counts = pre.external_constructions if imported else pre.constructions
