@@ -41,7 +41,8 @@ def test_a_package_served_over_stdio_reports_prints_in_its_other_modules(tmp_pat
     (tmp_path / "main.py").write_text('from mcp.server.fastmcp import FastMCP\n\nmcp = FastMCP("m")\nmcp.run()\n')
     (tmp_path / "util.py").write_text('import sys\n\nprint("loaded")\nprint("ok", file=sys.stderr)\n')
     assert _found(tmp_path) == {("util.py", 3, "stdout-write")}
-    (tmp_path / "main.py").write_text('from mcp.server.fastmcp import FastMCP\n\nmcp = FastMCP("m")\n'
+    (tmp_path / "main.py").write_text('from mcp.server.fastmcp import FastMCP\n\n'
+                                      'mcp = FastMCP("m", stateless_http=True)\n'
                                       'mcp.run(transport="streamable-http")\n')
     assert _found(tmp_path) == set()
 

@@ -29,7 +29,8 @@ def test_every_clean_fixture_is_clean_and_the_set_covers_the_python_kinds() -> N
     assert kinds >= {"session-keyed-state", "session-id-read", "initialize-state", "server-request",
                      "client-answer-kept", "log-level-state", "resource-subscriptions", "unsolicited-notification",
                      "per-connection-registration", "get-stream", "event-replay", "process-secret", "module-state",
-                     "stdout-write", "dependency-range", "lifespan-client-state", "connection-auth"}
+                     "stdout-write", "dependency-range", "lifespan-client-state", "connection-auth",
+                     "local-file-state"}
     assert [c.name for c in CASES if c.name.startswith("clean") and _expected(c)] == []
 
 

@@ -59,6 +59,11 @@ _KINDS: tuple[Kind, ...] = (
          "Module-level or class-level mutable state written by handlers (cross-call state with no handle)",
          "Keep cross-call data in a shared store behind a handle the client passes back (or a key derived from "
          "the principal); an instance's memory is not shared with the next request's instance."),
+    Kind("local-file-state", 4,
+         "State written by a tool to a file on the instance's own disk (each instance keeps its own copy)",
+         "Keep the data in a store every instance shares (a database, Redis, object storage), named by a handle "
+         "the client passes back (in mcp-stateless `await Cart.mint(ctx, data)`) or keyed by the principal; a file "
+         "on one instance's disk is not seen by the next request's instance, and is lost when it is replaced."),
     Kind("lifespan-client-state", 4,
          "A lifespan or server-scoped object that collects per-client data",
          "Keep only process-wide resources (pools, clients) in the lifespan; per-client data goes behind a "
@@ -92,7 +97,8 @@ _KINDS: tuple[Kind, ...] = (
          "Register a fixed catalogue (or one keyed by the principal, read per request); announce changes to it "
          "as list_changed events on `subscriptions/listen`."),
     Kind("get-stream", 7,
-         "The standalone GET stream or HTTP+SSE transport (server messages outside a request)",
+         "GET (the standalone stream of server messages outside a request) or DELETE (a session's end) served "
+         "on the MCP endpoint, or the HTTP+SSE transport",
          "Serve only POST on the modern endpoint (405 for GET and DELETE); move change events to "
          "`subscriptions/listen`, and server questions to MRTR."),
     Kind("event-replay", 8,

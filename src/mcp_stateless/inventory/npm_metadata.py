@@ -16,14 +16,21 @@ from .finding import Finding, source_lines
 
 SDK = "@modelcontextprotocol/sdk"
 SECTIONS = ("dependencies", "peerDependencies", "optionalDependencies")
-_SDK_IMPORT = re.compile(r"""["']@modelcontextprotocol/sdk(?:/|["'])""")
+_SDK_IMPORT = re.compile(r"""["'](@modelcontextprotocol/sdk(?:/[^"'\s]*)?)["']""")
 _NOT_A_RANGE = re.compile(r"^(?:file:|link:|workspace:|portal:|patch:|git|https?:|[\w.-]+/[\w.-]+(?:#.*)?$)")
 _PART = re.compile(r"^(\d+|[xX*])(?:\.(\d+|[xX*]))?(?:\.(\d+|[xX*]))?")
 
 
+def sdk1_import(text: str) -> str:
+    """The first `@modelcontextprotocol/sdk` specifier the source imports (import, require or dynamic import),
+    else ''."""
+    m = _SDK_IMPORT.search(text)
+    return m.group(1) if m else ""
+
+
 def imports_sdk1(text: str) -> bool:
     """The source imports `@modelcontextprotocol/sdk` (import, require or dynamic import)."""
-    return bool(_SDK_IMPORT.search(text))
+    return bool(sdk1_import(text))
 
 
 def _version(text: str) -> tuple[float, float, float]:
@@ -70,7 +77,9 @@ def admits_major(spec: str, major: int = 2) -> bool | None:
     return False
 
 
-def package_findings(rel: str, text: str, written_for_1: bool) -> list[Finding]:
+def package_findings(rel: str, text: str, written_for_1: str) -> list[Finding]:
+    """`written_for_1`: where the code imports the 1.x package (`@modelcontextprotocol/sdk/server/mcp.js in
+    src/index.ts`), '' when it does not."""
     if not written_for_1:
         return []
     try:
@@ -89,5 +98,5 @@ def package_findings(rel: str, text: str, written_for_1: bool) -> list[Finding]:
         line = next((i for i, ln in enumerate(lines, 1) if f'"{SDK}"' in ln), 1)
         out.append(Finding(rel, line, 1, "dependency-range",
                            f"`{SDK}` `{spec}` in {section} admits a 2.x or later SDK, but the code imports the 1.x "
-                           f"package's modules", lines[line - 1].strip() if line <= len(lines) else spec))
+                           f"package ({written_for_1})", lines[line - 1].strip() if line <= len(lines) else spec))
     return out

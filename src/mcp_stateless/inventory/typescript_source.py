@@ -49,6 +49,11 @@ SECRET_CALLS = frozenset({"randomBytes", "randomUUID", "getRandomValues", "gener
 SESSION_NAMES = frozenset({"sessionId", "session_id", "mcpSessionId", "sid"})
 SERVER_NAMES = frozenset({"server", "mcpServer", "mcp", "srv", "lowLevelServer"})
 CONTAINERS = frozenset({"Map", "Set", "WeakMap", "WeakSet", "Array"})
+# Node's file modules (and fs-extra): a write through them from what a request runs is state on the instance's disk
+FS_MODULES = frozenset({"fs", "node:fs", "fs/promises", "node:fs/promises", "fs-extra"})
+FS_WRITES = frozenset({"writeFile", "writeFileSync", "appendFile", "appendFileSync", "createWriteStream",
+                       "outputFile", "outputFileSync", "writeJson", "writeJsonSync", "writeJSON", "writeJSONSync",
+                       "outputJson", "outputJsonSync"})
 _MAX_DEPTH = 300  # deeper nesting is not real server code; stop before Python's recursion limit
 _STRING_NODES = frozenset({"string", "template_string"})
 
@@ -146,6 +151,9 @@ class Source:
     mcp: bool = False
     stdio: bool = False
     relative: list[str] = field(default_factory=list)  # relative specifiers it imports
+    fs_imports: dict[str, str] = field(default_factory=dict)  # local name -> name imported from a file module
+    fs_namespaces: set[str] = field(default_factory=set)  # local names bound to a whole file module
+    relative_imports: dict[str, tuple[str, str]] = field(default_factory=dict)  # local -> (specifier, name)
 
 
 def _module_of(node: Node) -> str | None:
@@ -160,18 +168,18 @@ def _module_of(node: Node) -> str | None:
     return None
 
 
-def _bind_imports(src: Source, node: Node) -> None:
+def _bind_imports(node: Node, imports: dict[str, str], namespaces: set[str]) -> None:
     if node.type == "import_statement":
         clause = next((c for c in node.children if c.type == "import_clause"), None)
         for part in clause.named_children if clause is not None else []:
             if part.type == "namespace_import" or part.type == "identifier":
-                src.namespaces.add(_text(part.named_children[-1] if part.named_children else part))
+                namespaces.add(_text(part.named_children[-1] if part.named_children else part))
             elif part.type == "named_imports":
                 for spec in part.named_children:
                     if spec.type == "import_specifier":
                         name = _text(spec.child_by_field_name("name"))
                         alias = spec.child_by_field_name("alias")
-                        src.imports[_text(alias) if alias is not None else name] = name
+                        imports[_text(alias) if alias is not None else name] = name
         return
     # `const X = require(m)` / `const {A, B: C} = require(m)`
     declarator = node.parent
@@ -183,13 +191,13 @@ def _bind_imports(src: Source, node: Node) -> None:
     if pattern is None:
         return
     if pattern.type == "identifier":
-        src.namespaces.add(_text(pattern))
+        namespaces.add(_text(pattern))
     elif pattern.type == "object_pattern":
         for p in pattern.named_children:
             if p.type == "shorthand_property_identifier_pattern":
-                src.imports[_text(p)] = _text(p)
+                imports[_text(p)] = _text(p)
             elif p.type == "pair_pattern":
-                src.imports[_text(p.child_by_field_name("value"))] = _text(p.child_by_field_name("key"))
+                imports[_text(p.child_by_field_name("value"))] = _text(p.child_by_field_name("key"))
 
 
 def parse(path: str, text: str) -> Source:
@@ -206,9 +214,14 @@ def parse(path: str, text: str) -> Source:
             continue
         if spec.startswith(MCP_PREFIX):
             src.mcp = True
-            _bind_imports(src, node)
+            _bind_imports(node, src.imports, src.namespaces)
         elif spec.startswith("."):
             src.relative.append(spec)
+            named: dict[str, str] = {}
+            _bind_imports(node, named, set())
+            src.relative_imports.update((local, (spec, name)) for local, name in named.items())
+        elif spec in FS_MODULES:
+            _bind_imports(node, src.fs_imports, src.fs_namespaces)
     src.stdio = src.mcp and any(
         n.type == "new_expression" and _canonical(src, n.child_by_field_name("constructor")) == "StdioServerTransport"
         for n in _walk(src.root))
@@ -258,10 +271,35 @@ def analyze_package(sources: dict[str, Source]) -> list[Finding]:
     """Findings of every file of a tree that is part of an MCP server (see the module docstring)."""
     examined = _closure(sources, {p for p, s in sources.items() if s.mcp})
     stdio = _closure(sources, {p for p, s in sources.items() if s.stdio})
+    analyzers = {path: _Analyzer(sources[path], root, path in stdio) for path in sorted(examined)
+                 if (root := sources[path].root) is not None}
+    _reach_across(analyzers)
     out: list[Finding] = []
-    for path in sorted(examined):
-        out += analyze_source(sources[path], stdio=path in stdio)
+    for analyzer in analyzers.values():
+        out += analyzer.run()
     return out
+
+
+def _reach_across(analyzers: dict[str, _Analyzer]) -> None:
+    """A method of a class of another file of the package, called by a request on an instance made here
+    (`const thinking = new ThinkingServer()` of `./lib.js`): reached there, and that class's one object."""
+    known = set(analyzers)
+    done: set[tuple[str, str, str]] = set()
+    for _ in range(3):  # a short chain of files; deeper chains are not real server code
+        for path, analyzer in analyzers.items():
+            for local, method_name in sorted(analyzer.pre.external_calls):
+                spec, name = analyzer.src.relative_imports[local]
+                target_path = resolve(path, spec, known)
+                if target_path is None or (path, local, method_name) in done:
+                    continue
+                done.add((path, local, method_name))
+                target = analyzers[target_path].pre
+                if (path, local, "") not in done:
+                    done.add((path, local, ""))
+                    target.constructions[name] = target.constructions.get(name, 0) + \
+                        analyzer.pre.external_constructions.get(local, 0)
+                if (method := target.classes.get(name, {}).get(method_name)) is not None:
+                    _reach_from(target, [method])
 
 
 def analyze(path: str, text: str) -> list[Finding]:
@@ -280,6 +318,8 @@ class _Frame:
     caps: set[str] = field(default_factory=set)  # names derived from the client's initialize capabilities
     sessions: set[str] = field(default_factory=set)  # names holding a session id
     request_scoped: set[str] = field(default_factory=set)  # a handler's parameters (`extra`, `{ sendNotification }`)
+    fn: Node | None = None
+    reached: bool = False  # a request runs this function (a handler, or what one calls)
 
 
 @dataclass
@@ -293,6 +333,15 @@ class _Prepass:
     servers: set[str] = field(default_factory=set)
     module_lets: set[str] = field(default_factory=set)
     module_containers: set[str] = field(default_factory=set)
+    classes: dict[str, dict[str, Node]] = field(default_factory=dict)  # class of the file -> its methods
+    instances: dict[str, str] = field(default_factory=dict)  # `const x = new C()` -> C, for a class of the file
+    constructions: dict[str, int] = field(default_factory=dict)  # class of the file -> `new C(...)` sites
+    reachable: set[tuple[int, int]] = field(default_factory=set)  # _key() of the functions a request runs
+    # classes imported from the package's other files: `const x = new Imported()` -> Imported, the `new` sites
+    # outside what a request runs, and the (class, method) a request calls on such an instance
+    external_instances: dict[str, str] = field(default_factory=dict)
+    external_constructions: dict[str, int] = field(default_factory=dict)
+    external_calls: set[tuple[str, str]] = field(default_factory=set)
 
 
 def _function_name(fn: Node) -> str:
@@ -344,7 +393,8 @@ def _prepass(src: Source, root: Node) -> _Prepass:
                 pre.module_containers.add(_text(target))
     containers: set[str] = set()
     pending: list[tuple[str, str]] = []  # (name, container) of `name = container.get(...)`
-    for node in _walk(root):
+    nodes = list(_walk(root))  # walked once, for this pass and what a request runs
+    for node in nodes:
         t = node.type
         if t in FUNCTIONS:
             name = _function_name(node)
@@ -390,7 +440,106 @@ def _prepass(src: Source, root: Node) -> _Prepass:
                     if a.type not in FUNCTIONS and (_value_names(a) & pre.answer_names or _is_server_request(a)):
                         pre.answer_params.setdefault(_text(func), set()).add(i)
     pre.registrations.update(name for name, container in pending if container in containers)
+    _reach(pre, nodes, src)
     return pre
+
+
+def _key(node: Node) -> tuple[int, int]:
+    """A node's identity (tree-sitter makes a new Node object at each access)."""
+    return node.start_byte, node.end_byte
+
+
+def _enclosing_class(node: Node) -> str:
+    parent = node.parent
+    while parent is not None and parent.type not in {"class_declaration", "class"}:
+        parent = parent.parent
+    return _text(parent.child_by_field_name("name")) if parent is not None else ""
+
+
+def _handler_roots(pre: _Prepass, nodes: list[Node]) -> list[Node]:
+    """The functions registered as request handlers: inline in `registerTool(...)`/`setRequestHandler(...)`, or
+    a function of the file passed there by name."""
+    out = []
+    for node in nodes:
+        if node.type == "call_expression" and _leaf(node.child_by_field_name("function")) in HANDLER_CALLS:
+            for a in _args(node):
+                if a.type in FUNCTIONS:
+                    out.append(a)
+                elif a.type == "identifier" and _text(a) in pre.functions:
+                    out.append(pre.functions[_text(a)])
+    return out
+
+
+def _reach_from(pre: _Prepass, queue: list[Node]) -> None:
+    while queue:
+        fn = queue.pop()
+        if _key(fn) in pre.reachable:
+            continue
+        pre.reachable.add(_key(fn))
+        for call in _walk(fn):
+            if call.type != "call_expression" or (func := call.child_by_field_name("function")) is None:
+                continue
+            if func.type == "identifier" and _text(func) in pre.functions:
+                queue.append(pre.functions[_text(func)])
+            elif func.type == "member_expression":
+                obj = _text(func.child_by_field_name("object"))
+                cls = _enclosing_class(fn) if obj == "this" else pre.instances.get(obj, "")
+                if (method := pre.classes.get(cls, {}).get(_leaf(func))) is not None:
+                    queue.append(method)
+                elif obj in pre.external_instances:
+                    pre.external_calls.add((pre.external_instances[obj], _leaf(func)))
+
+
+def _outside_requests(pre: _Prepass, site: Node) -> bool:
+    outer = site.parent
+    while outer is not None and not (outer.type in FUNCTIONS and _key(outer) in pre.reachable):
+        outer = outer.parent
+    return outer is None
+
+
+def _reach(pre: _Prepass, nodes: list[Node], src: Source) -> None:
+    """What a request runs: the handlers, then (transitively) the file's functions they call by name and the
+    methods they call on `this` or on an instance of a class of the file."""
+    for node in nodes:
+        if node.type in {"class_declaration", "class"} and (name := _text(node.child_by_field_name("name"))):
+            body = node.child_by_field_name("body")
+            pre.classes[name] = {_leaf(m.child_by_field_name("name")): m for m in (
+                body.named_children if body is not None else []) if m.type == "method_definition"}
+    sites: list[tuple[str, Node, bool]] = []  # (class, `new` site, imported from another file?)
+    for node in nodes:
+        if node.type != "new_expression" or (ctor := node.child_by_field_name("constructor")) is None:
+            continue
+        name = _text(ctor)
+        imported = name not in pre.classes and name in src.relative_imports
+        if name not in pre.classes and not imported:
+            continue
+        sites.append((name, node, imported))
+        parent = node.parent
+        if parent is not None and parent.type == "variable_declarator":
+            (pre.external_instances if imported else pre.instances)[_text(parent.child_by_field_name("name"))] = name
+    _reach_from(pre, _handler_roots(pre, nodes))
+    # an object a request makes is that request's own; one made once outside (at load, in main) serves every caller
+    for cls, site, imported in sites:
+        counts = pre.external_constructions if imported else pre.constructions
+        counts[cls] = counts.get(cls, 0) + 1 if _outside_requests(pre, site) else 2  # per request: never "the one"
+
+
+def _from_arguments(fn: Node) -> set[str]:
+    """A function's parameters and the local names assigned from them (followed through later assignments): what
+    a call names from its caller's arguments."""
+    bound = fn.child_by_field_name("parameters") or fn.child_by_field_name("parameter")
+    tainted = {_text(n) for n in _walk(bound) if n.type in {"identifier", "shorthand_property_identifier_pattern"}} \
+        if bound is not None else set()
+    tainted.discard("this")
+    declarators = [n for n in _walk(fn) if n.type in {"variable_declarator", "assignment_expression"}]
+    for _ in range(3):  # a short chain of locals; deeper chains are not real server code
+        for d in declarators:
+            name = d.child_by_field_name("name" if d.type == "variable_declarator" else "left")
+            value = d.child_by_field_name("value" if d.type == "variable_declarator" else "right")
+            if name is not None and value is not None and _identifiers(value) & tainted:
+                tainted |= {_text(n) for n in _walk(name) if n.type in {
+                    "identifier", "shorthand_property_identifier_pattern"}}
+    return tainted
 
 
 def _object_method(obj: Node) -> str:
@@ -418,11 +567,20 @@ def _params(fn: Node) -> list[str]:
 class _Analyzer:
     def __init__(self, src: Source, root: Node, stdio: bool) -> None:
         self.src = src
+        self.root = root
+        self._args_cache: dict[tuple[int, int], set[str]] = {}
         self.stdio = stdio
         self.pre = _prepass(src, root)
         self.frames: list[_Frame] = []
         self.cap_conditions = 0
         self.found: list[Finding] = []
+
+    def run(self) -> list[Finding]:
+        try:
+            self.visit(self.root)
+        except RecursionError:
+            return []
+        return self.found
 
     # -- helpers -----------------------------------------------------------------------------------------------
     def add(self, node: Node, kind: str, message: str) -> None:
@@ -540,7 +698,7 @@ class _Analyzer:
         if name and name in self.pre.outside:
             role = "outside"
         params = _params(fn)
-        frame = _Frame(role, oninit, set(params))
+        frame = _Frame(role, oninit, set(params), fn=fn, reached=role == "handler" or _key(fn) in self.pre.reachable)
         frame.answers = {params[i] for i in self.pre.answer_params.get(name, set()) if i < len(params) and params[i]}
         # the transport's session callbacks are given the session id
         frame.sessions = {p for p in params if p in SESSION_NAMES or (session_hook and p)}
@@ -648,6 +806,8 @@ class _Analyzer:
         target = node.child_by_field_name("argument")
         if self._module_name(target, self.pre.module_lets):
             self.add(node, "module-state", f"module-level `{_text(target)}` written by a function")
+        elif target is not None and (shared := self._instance_state(target)):
+            self.add(node, "module-state", f"{shared} written")
 
     def _write(self, node: Node, left: Node, right: Node) -> None:
         frame = self.frames[-1]
@@ -665,6 +825,14 @@ class _Analyzer:
                 return
             written = owner
         if not written:
+            this_field = left.child_by_field_name("object") if left.type == "subscript_expression" else left
+            if this_field is None or this_field.type != "member_expression" or \
+                    _text(this_field.child_by_field_name("object")) != "this":
+                return
+            kept = left.type == "subscript_expression" or node.type == "augmented_assignment_expression" or bool(
+                _identifiers(right) & self._from_arguments())
+            if kept and (shared := self._instance_state(this_field)):
+                self.add(node, "module-state", f"{shared} written")
             return
         if _mentions_call(right, frozenset({"getClientCapabilities", "getClientVersion"})) or self._caps(right):
             self.add(node, "initialize-state", f"initialize-time client data kept in `{written}`")
@@ -672,6 +840,27 @@ class _Analyzer:
             self.add(node, "client-answer-kept", f"a client's answer stored in module-level `{written}`")
         else:
             self.add(node, "module-state", f"module-level `{written}` written by a function")
+
+    def _instance_state(self, field: Node) -> str:
+        """`this.f` of an object every caller shares, in what a request runs: a method (not the constructor) of a
+        class of the file constructed once, reached from a handler; or a handler written inside a method (an
+        arrow function keeps the method's `this`), where `this` is the server object itself."""
+        if field.type != "member_expression" or _text(field.child_by_field_name("object")) != "this":
+            return ""
+        at = next((i for i in range(len(self.frames) - 1, -1, -1) if (fn := self.frames[i].fn) is not None
+                   and fn.type in {"method_definition", "function_declaration", "function_expression",
+                                   "function"}), None)
+        if at is None or (method := self.frames[at].fn) is None or method.type != "method_definition":
+            return ""  # `this` of a plain function is not an object of a class
+        cls = _enclosing_class(method)
+        name = _leaf(method.child_by_field_name("name"))
+        if any(f.role == "handler" for f in self.frames[at + 1:]):
+            return f"`this.{_leaf(field)}` of the `{cls}` object serving every request, in a handler,"
+        if at == len(self.frames) - 1 and name != "constructor" and self.frames[at].reached and \
+                self.pre.constructions.get(cls) == 1:
+            return f"`{cls}.{_leaf(field)}` of the one `{cls}` object every caller shares, by `{name}` (a " \
+                   "request runs it),"
+        return ""
 
     def _outer(self, base: Node | None) -> bool:
         """An object that outlives the call: made by an enclosing function (a per-server map in a factory), or a
@@ -753,6 +942,7 @@ class _Analyzer:
         recv = func.child_by_field_name("object") if func.type == "member_expression" else None
         args = _args(node)
         first = args[0] if args else None
+        self._file_write(node, func, first)
         if leaf in SERVER_REQUESTS and func.type == "member_expression":
             when = "outside any request (a hook, timer or notification handler)" if self._outside() else \
                 "while handling a call"
@@ -790,14 +980,74 @@ class _Analyzer:
             elif header == "last-event-id":
                 self.add(node, "event-replay", "reads Last-Event-ID to replay a broken stream")
         # `all` and `use` route every method to the handler, GET included.
-        if leaf in {"get", "all", "use"} and first is not None and _string_value(first) is not None and any(
-                self._serves_mcp(a) for a in args[1:]):
-            how = "GET" if leaf == "get" else f"{leaf}() (GET included)"
-            self.add(node, "get-stream", f"{how} {_string_value(first)}: the standalone server-to-client stream")
+        self._route(node, leaf, args)
         if self.stdio and func.type == "member_expression":
             obj = _text(recv)
             if (obj == "console" and leaf in STDOUT_CONSOLE) or (obj == "process.stdout" and leaf == "write"):
                 self.add(node, "stdout-write", f"`{_text(func)}` writes to stdout, the stdio protocol channel")
+
+    def _from_arguments(self) -> set[str]:
+        """What the enclosing functions name from their callers' arguments (each function computed once)."""
+        out: set[str] = set()
+        for f in self.frames:
+            if f.fn is not None:
+                key = _key(f.fn)
+                if key not in self._args_cache:
+                    self._args_cache[key] = _from_arguments(f.fn)
+                out |= self._args_cache[key]
+        return out
+
+    def _fs_call(self, func: Node) -> str:
+        """The file-module function a callee denotes through the imports (`fs.writeFileSync`, `fs.promises.
+        writeFile`, `writeFile` of `import { writeFile } from "node:fs/promises"`), else ''."""
+        if func.type == "identifier":
+            return self.src.fs_imports.get(_text(func), "")
+        if func.type != "member_expression":
+            return ""
+        obj = func.child_by_field_name("object")
+        if obj is not None and obj.type == "member_expression" and _leaf(obj) == "promises":
+            obj = obj.child_by_field_name("object")
+        if obj is None or obj.type != "identifier":
+            return ""
+        # `import { promises as fs } from "fs"`: the local is the promises namespace
+        namespace = _text(obj) in self.src.fs_namespaces or self.src.fs_imports.get(_text(obj)) == "promises"
+        return _leaf(func) if namespace else ""
+
+    def _file_write(self, node: Node, func: Node, path: Node | None) -> None:
+        """A file written, from what a request runs, at a path the call's arguments do not name: the server's own
+        state on this instance's disk (a path from the arguments is the user's file, which the tool is for)."""
+        name = self._fs_call(func)
+        if name not in FS_WRITES or path is None or not any(f.reached for f in self.frames):
+            return
+        if _identifiers(path) & self._from_arguments():
+            return
+        self.add(node, "local-file-state", f"`{_text(path)[:60]}` written (`{name}`) by what a request runs: each "
+                                           "instance keeps its own file")
+
+    def _route(self, node: Node, leaf: str, args: list[Node]) -> None:
+        """GET or DELETE routed to the 2025 transport by an HTTP framework: Express's and Hono's `app.get`,
+        `app.delete`, `app.all`, `app.use` (every method), Hono's `app.on(["GET", ...], path, handler)`."""
+        methods: set[str] = {"GET", "DELETE"} if leaf in {"all", "use"} else {leaf.upper()} if leaf in {
+            "get", "delete"} else set()
+        if leaf == "on" and len(args) >= 2:
+            listed = args[0].named_children if args[0].type == "array" else [args[0]]
+            methods = {(_string_value(m) or "").upper() for m in listed} & {"GET", "DELETE"}
+            args = args[1:]
+        first = args[0] if args else None
+        if not methods or first is None or _string_value(first) is None or not any(
+                self._serves_mcp(a) for a in args[1:]):
+            return
+        path = _string_value(first)
+        if leaf in {"all", "use"}:
+            self.add(node, "get-stream", f"{leaf}() {path} routes every method to the transport: GET opens the "
+                                         "standalone server-to-client stream, DELETE ends a session")
+        elif methods == {"GET"}:
+            self.add(node, "get-stream", f"GET {path}: the standalone server-to-client stream")
+        elif methods == {"DELETE"}:
+            self.add(node, "get-stream", f"DELETE {path}: a session's termination, routed to the transport")
+        else:
+            self.add(node, "get-stream", f"GET and DELETE {path}: the standalone server-to-client stream and a "
+                                         "session's termination, routed to the transport")
 
     def _serves_mcp(self, handler: Node) -> bool:
         """A route handler (inline, or a function of the file by name) that hands the request to a transport."""
@@ -828,16 +1078,13 @@ class _Analyzer:
                 self.add(node, "client-answer-kept", f"a client's answer kept in module-level `{owner}`")
             else:
                 self.add(node, "module-state", f"module-level `{owner}` mutated by a function")
+        elif leaf in MUTATORS and (shared := self._instance_state(recv)):
+            self.add(node, "module-state", f"{shared} mutated")
 
 
 def analyze_source(src: Source, *, stdio: bool) -> list[Finding]:
     """Findings of one parsed file, examined as part of an MCP server."""
     if src.root is None:
         return []
-    analyzer = _Analyzer(src, src.root, stdio)
-    try:
-        analyzer.visit(src.root)
-    except RecursionError:
-        return []
-    return analyzer.found
+    return _Analyzer(src, src.root, stdio).run()
 

@@ -17,7 +17,8 @@ from ..markers import expected
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "typescript"
 CASES = sorted(p for p in FIXTURES.iterdir() if p.suffix in JS_SUFFIXES or p.is_dir())
-IN_JSON = {"deps_open": {("package.json", 5, "dependency-range")}}
+IN_JSON = {"deps_open": {("package.json", 5, "dependency-range")},
+           "deps_workspaces": {("packages/server/package.json", 6, "dependency-range")}}
 
 
 def _expected(case: Path) -> set[tuple[str, int, str]]:
@@ -36,9 +37,9 @@ def test_the_set_covers_every_kind_with_a_typescript_shape_and_the_clean_ones_ar
     assert kinds == {"session-keyed-state", "session-id-read", "initialize-state", "server-request",
                      "client-answer-kept", "log-level-state", "resource-subscriptions", "unsolicited-notification",
                      "per-connection-registration", "get-stream", "event-replay", "process-secret", "module-state",
-                     "stdout-write", "dependency-range", "connection-auth"}
+                     "stdout-write", "dependency-range", "connection-auth", "local-file-state"}
     clean = [c for c in CASES if c.name.startswith("clean") or c.name == "deps_bounded"]
-    assert len(clean) == 5
+    assert len(clean) == 9
     assert [c.name for c in clean if _expected(c) or inventory(c).findings] == []
     assert {c.suffix for c in CASES} >= {".ts", ".tsx", ".js", ".mjs", ".cjs"}
 
