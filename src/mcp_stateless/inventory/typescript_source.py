@@ -11,260 +11,62 @@ for the SDK's classes and schemas; method calls distinctive of the SDK (`createM
 `listRoots`, `sendRequest`, `getClientCapabilities`, ...) are recognised by name in examined files. Every finding
 points at the line whose code does the thing. No input makes it raise: a file that does not parse as a whole is
 analysed in the parts tree-sitter recovers.
+
+`typescript_parse` reads the files (grammars, node helpers, imports, the SDK names recognised), `typescript_reach`
+finds the code a request runs; this module holds the visitor that reports, and the entry points.
 """
 
 from __future__ import annotations
 
-import posixpath
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from functools import cache
+from tree_sitter import Node
 
-import tree_sitter_javascript
-import tree_sitter_typescript
-from tree_sitter import Language, Node, Parser
-
-from .finding import Finding, source_lines
-
-MCP_PREFIX = "@modelcontextprotocol/"
-FUNCTIONS = frozenset({"arrow_function", "function_expression", "function_declaration", "function",
-                       "generator_function", "generator_function_declaration", "method_definition"})
-SERVER_REQUESTS = frozenset({"createMessage", "elicitInput", "listRoots", "sendRequest"})
-SERVER_METHODS = frozenset({"sampling/createMessage", "elicitation/create", "roots/list", "ping"})
-ALWAYS_UNSOLICITED = frozenset({"sendResourceUpdated", "sendResourceListChanged", "sendToolListChanged",
-                                "sendPromptListChanged"})
-NOTIFY = frozenset({"notification", "sendLoggingMessage", "sendNotification"})
-REGISTRATIONS = frozenset({"registerTool", "registerResource", "registerPrompt", "tool", "resource", "prompt",
-                           "registerToolTask"})
-HANDLE_METHODS = frozenset({"enable", "disable", "remove", "update"})
-HANDLER_CALLS = REGISTRATIONS | {"setRequestHandler"}
-OUTSIDE_CALLS = frozenset({"setInterval", "setTimeout", "setImmediate", "watch", "watchFile", "on", "once",
-                           "addListener", "setNotificationHandler"})
-OUTSIDE_HOOKS = frozenset({"oninitialized", "onclose", "onerror"})
-MUTATORS = frozenset({"set", "add", "push", "delete", "clear", "splice", "unshift", "pop", "shift"})
-LOOKUPS = frozenset({"get", "has"})
-STDOUT_CONSOLE = frozenset({"log", "info", "debug", "dir", "table"})  # Node sends these to stdout
-SECRET_CALLS = frozenset({"randomBytes", "randomUUID", "getRandomValues", "generateKeySync", "generateKeyPairSync",
-                          "randomFillSync"})
-SESSION_NAMES = frozenset({"sessionId", "session_id", "mcpSessionId", "sid"})
-SERVER_NAMES = frozenset({"server", "mcpServer", "mcp", "srv", "lowLevelServer"})
-CONTAINERS = frozenset({"Map", "Set", "WeakMap", "WeakSet", "Array"})
-# Node's file modules (and fs-extra): a write through them from what a request runs is state on the instance's disk
-FS_MODULES = frozenset({"fs", "node:fs", "fs/promises", "node:fs/promises", "fs-extra"})
-FS_WRITES = frozenset({"writeFile", "writeFileSync", "appendFile", "appendFileSync", "createWriteStream",
-                       "outputFile", "outputFileSync", "writeJson", "writeJsonSync", "writeJSON", "writeJSONSync",
-                       "outputJson", "outputJsonSync"})
-_MAX_DEPTH = 300  # deeper nesting is not real server code; stop before Python's recursion limit
-_STRING_NODES = frozenset({"string", "template_string"})
-
-
-@cache
-def _parser(suffix: str) -> Parser:
-    if suffix in {".ts", ".mts", ".cts"}:
-        language = Language(tree_sitter_typescript.language_typescript())
-    elif suffix == ".tsx":
-        language = Language(tree_sitter_typescript.language_tsx())
-    else:
-        language = Language(tree_sitter_javascript.language())
-    return Parser(language)
-
-
-def _text(node: Node | None) -> str:
-    if node is None or node.text is None:
-        return ""
-    return node.text.decode("utf-8", errors="replace")
-
-
-def _string_value(node: Node | None) -> str | None:
-    """The value of a plain string literal (or a template with no substitution), else None."""
-    if node is None or node.type not in _STRING_NODES:
-        return None
-    if any(c.type == "template_substitution" for c in node.children):
-        return None
-    raw = _text(node)
-    return raw[1:-1] if len(raw) >= 2 else ""
-
-
-def _leaf(node: Node | None) -> str:
-    """`c` of `a.b.c`, `a?.b.c`, `c`, `a["c"]`."""
-    if node is None:
-        return ""
-    if node.type in {"identifier", "property_identifier", "type_identifier", "shorthand_property_identifier"}:
-        return _text(node)
-    if node.type == "member_expression":
-        return _text(node.child_by_field_name("property"))
-    if node.type == "subscript_expression":
-        return _string_value(node.child_by_field_name("index")) or ""
-    if node.type in {"parenthesized_expression", "await_expression", "non_null_expression"}:
-        inner = node.named_children
-        return _leaf(inner[0]) if inner else ""
-    return ""
-
-
-def _args(call: Node) -> list[Node]:
-    args = call.child_by_field_name("arguments")
-    return [a for a in args.named_children if a.type != "comment"] if args is not None else []
-
-
-def _walk(node: Node, depth: int = 0) -> Iterator[Node]:
-    """Every node under `node` (itself included), depth-bounded."""
-    stack = [(node, depth)]
-    while stack:
-        n, d = stack.pop()
-        yield n
-        if d < _MAX_DEPTH:
-            stack.extend((c, d + 1) for c in reversed(n.children))
-
-
-def _walk_value(node: Node) -> Iterator[Node]:
-    """The nodes of an expression's own value: a function inside it runs later, not as part of it."""
-    stack = [(node, 0)]
-    while stack:
-        n, d = stack.pop()
-        yield n
-        if d < _MAX_DEPTH and (n is node or n.type not in FUNCTIONS):
-            stack.extend((c, d + 1) for c in reversed(n.children))
-
-
-def _value_names(node: Node) -> set[str]:
-    return {_text(n) for n in _walk_value(node) if n.type in {"identifier", "shorthand_property_identifier"}}
-
-
-def _identifiers(node: Node) -> set[str]:
-    return {_text(n) for n in _walk(node) if n.type in {"identifier", "shorthand_property_identifier"}}
-
-
-def _mentions_call(node: Node, names: frozenset[str]) -> bool:
-    return any(n.type == "call_expression" and _leaf(n.child_by_field_name("function")) in names
-               for n in _walk(node))
-
-
-@dataclass
-class Source:
-    """One parsed file and what the package-level decisions need from it."""
-
-    path: str
-    lines: list[str]
-    root: Node | None
-    imports: dict[str, str] = field(default_factory=dict)  # local name -> name imported from an MCP module
-    namespaces: set[str] = field(default_factory=set)  # local names bound to a whole MCP module
-    mcp: bool = False
-    stdio: bool = False
-    relative: list[str] = field(default_factory=list)  # relative specifiers it imports
-    fs_imports: dict[str, str] = field(default_factory=dict)  # local name -> name imported from a file module
-    fs_namespaces: set[str] = field(default_factory=set)  # local names bound to a whole file module
-    relative_imports: dict[str, tuple[str, str]] = field(default_factory=dict)  # local -> (specifier, name)
-
-
-def _module_of(node: Node) -> str | None:
-    """The specifier of `import ... from "m"`, `require("m")`, `import("m")`, `export ... from "m"`."""
-    if node.type in {"import_statement", "export_statement"}:
-        return _string_value(node.child_by_field_name("source"))
-    if node.type == "call_expression":
-        func = node.child_by_field_name("function")
-        if func is not None and (func.type == "import" or _text(func) == "require"):
-            args = _args(node)
-            return _string_value(args[0]) if args else None
-    return None
-
-
-def _bind_imports(node: Node, imports: dict[str, str], namespaces: set[str]) -> None:
-    if node.type == "import_statement":
-        clause = next((c for c in node.children if c.type == "import_clause"), None)
-        for part in clause.named_children if clause is not None else []:
-            if part.type == "namespace_import" or part.type == "identifier":
-                namespaces.add(_text(part.named_children[-1] if part.named_children else part))
-            elif part.type == "named_imports":
-                for spec in part.named_children:
-                    if spec.type == "import_specifier":
-                        name = _text(spec.child_by_field_name("name"))
-                        alias = spec.child_by_field_name("alias")
-                        imports[_text(alias) if alias is not None else name] = name
-        return
-    # `const X = require(m)` / `const {A, B: C} = require(m)`
-    declarator = node.parent
-    while declarator is not None and declarator.type in {"await_expression", "parenthesized_expression"}:
-        declarator = declarator.parent
-    if declarator is None or declarator.type != "variable_declarator":
-        return
-    pattern = declarator.child_by_field_name("name")
-    if pattern is None:
-        return
-    if pattern.type == "identifier":
-        namespaces.add(_text(pattern))
-    elif pattern.type == "object_pattern":
-        for p in pattern.named_children:
-            if p.type == "shorthand_property_identifier_pattern":
-                imports[_text(p)] = _text(p)
-            elif p.type == "pair_pattern":
-                imports[_text(p.child_by_field_name("value"))] = _text(p.child_by_field_name("key"))
-
-
-def parse(path: str, text: str) -> Source:
-    """Parse one file and read its imports; never raises."""
-    src = Source(path, source_lines(text), None)
-    try:
-        tree = _parser(posixpath.splitext(path)[1]).parse(text.encode("utf-8", errors="replace"))
-    except (ValueError, RuntimeError):
-        return src
-    src.root = tree.root_node
-    for node in _walk(src.root):
-        spec = _module_of(node)
-        if spec is None:
-            continue
-        if spec.startswith(MCP_PREFIX):
-            src.mcp = True
-            _bind_imports(node, src.imports, src.namespaces)
-        elif spec.startswith("."):
-            src.relative.append(spec)
-            named: dict[str, str] = {}
-            _bind_imports(node, named, set())
-            src.relative_imports.update((local, (spec, name)) for local, name in named.items())
-        elif spec in FS_MODULES:
-            _bind_imports(node, src.fs_imports, src.fs_namespaces)
-    src.stdio = src.mcp and any(
-        n.type == "new_expression" and _canonical(src, n.child_by_field_name("constructor")) == "StdioServerTransport"
-        for n in _walk(src.root))
-    return src
-
-
-def _canonical(src: Source, node: Node | None) -> str:
-    """The SDK name an expression denotes (`Y` imported as `{X as Y}` gives `X`; `ns.X` gives `X`), else ''."""
-    if node is None:
-        return ""
-    if node.type == "identifier":
-        return src.imports.get(_text(node), "")
-    if node.type == "member_expression":
-        obj = node.child_by_field_name("object")
-        if obj is not None and obj.type == "identifier" and _text(obj) in src.namespaces:
-            return _leaf(node)
-    return ""
-
-
-def resolve(importer: str, spec: str, known: set[str]) -> str | None:
-    """The file of the tree a relative specifier names (TypeScript's `./x.js` means `./x.ts`)."""
-    base = posixpath.normpath(posixpath.join(posixpath.dirname(importer), spec))
-    stem, ext = posixpath.splitext(base)
-    candidates = [base]
-    if ext in {".js", ".mjs", ".cjs", ".jsx"}:
-        candidates += [stem + e for e in (".ts", ".tsx", ".mts", ".cts")]
-    candidates += [base + e for e in (".ts", ".tsx", ".js", ".mjs", ".cjs", ".mts", ".cts")]
-    candidates += [f"{base}/index{e}" for e in (".ts", ".tsx", ".js", ".mjs")]
-    return next((c for c in candidates if c in known), None)
-
-
-def _closure(sources: dict[str, Source], start: set[str]) -> set[str]:
-    known = set(sources)
-    seen = set(start)
-    queue = list(start)
-    while queue:
-        path = queue.pop()
-        for spec in sources[path].relative:
-            target = resolve(path, spec, known)
-            if target is not None and target not in seen:
-                seen.add(target)
-                queue.append(target)
-    return seen
+from .finding import Finding
+from .typescript_parse import (
+    _MAX_DEPTH,
+    ALWAYS_UNSOLICITED,
+    FS_WRITES,
+    FUNCTIONS,
+    HANDLE_METHODS,
+    HANDLER_CALLS,
+    LOOKUPS,
+    MUTATORS,
+    NOTIFY,
+    OUTSIDE_CALLS,
+    OUTSIDE_HOOKS,
+    REGISTRATIONS,
+    SECRET_CALLS,
+    SERVER_METHODS,
+    SERVER_NAMES,
+    SERVER_REQUESTS,
+    SESSION_NAMES,
+    STDOUT_CONSOLE,
+    Source,
+    _args,
+    _canonical,
+    _closure,
+    _identifiers,
+    _leaf,
+    _mentions_call,
+    _string_value,
+    _text,
+    _value_names,
+    _walk,
+    _walk_value,
+    parse,
+    resolve,
+)
+from .typescript_reach import (
+    _enclosing_class,
+    _Frame,
+    _from_arguments,
+    _function_name,
+    _is_server_request,
+    _key,
+    _object_method,
+    _params,
+    _prepass,
+    _reach_from,
+)
 
 
 def analyze_package(sources: dict[str, Source]) -> list[Finding]:
@@ -309,259 +111,6 @@ def analyze(path: str, text: str) -> list[Finding]:
 
 
 # -- the analysis of one file ----------------------------------------------------------------------------------
-@dataclass
-class _Frame:
-    role: str  # "handler" (answers a request), "outside" (timer, watcher, notification handler, hook), "plain"
-    oninit: bool = False
-    locals: set[str] = field(default_factory=set)
-    answers: set[str] = field(default_factory=set)  # names holding a client's answer to a server request
-    caps: set[str] = field(default_factory=set)  # names derived from the client's initialize capabilities
-    sessions: set[str] = field(default_factory=set)  # names holding a session id
-    request_scoped: set[str] = field(default_factory=set)  # a handler's parameters (`extra`, `{ sendNotification }`)
-    fn: Node | None = None
-    reached: bool = False  # a request runs this function (a handler, or what one calls)
-
-
-@dataclass
-class _Prepass:
-    functions: dict[str, Node] = field(default_factory=dict)
-    outside: set[str] = field(default_factory=set)  # function names run from timers/watchers/notifications
-    answer_names: set[str] = field(default_factory=set)
-    answer_params: dict[str, set[int]] = field(default_factory=dict)
-    registrations: set[str] = field(default_factory=set)  # names holding a registered tool/resource/prompt
-    methods: dict[str, str] = field(default_factory=dict)  # `const req = {method: "..."}` -> method
-    servers: set[str] = field(default_factory=set)
-    module_lets: set[str] = field(default_factory=set)
-    module_containers: set[str] = field(default_factory=set)
-    classes: dict[str, dict[str, Node]] = field(default_factory=dict)  # class of the file -> its methods
-    instances: dict[str, str] = field(default_factory=dict)  # `const x = new C()` -> C, for a class of the file
-    constructions: dict[str, int] = field(default_factory=dict)  # class of the file -> `new C(...)` sites
-    reachable: set[tuple[int, int]] = field(default_factory=set)  # _key() of the functions a request runs
-    # classes imported from the package's other files: `const x = new Imported()` -> Imported, the `new` sites
-    # outside what a request runs, and the (class, method) a request calls on such an instance
-    external_instances: dict[str, str] = field(default_factory=dict)
-    external_constructions: dict[str, int] = field(default_factory=dict)
-    external_calls: set[tuple[str, str]] = field(default_factory=set)
-
-
-def _function_name(fn: Node) -> str:
-    name = fn.child_by_field_name("name")
-    if name is not None and fn.type != "method_definition":
-        return _text(name)
-    parent = fn.parent
-    if parent is not None and parent.type == "variable_declarator":
-        return _text(parent.child_by_field_name("name"))
-    return ""
-
-
-def _is_server_request(node: Node) -> bool:
-    return node.type == "call_expression" and _leaf(node.child_by_field_name("function")) in SERVER_REQUESTS
-
-
-def _top_level(root: Node) -> Iterator[Node]:
-    for stmt in root.named_children:
-        if stmt.type == "export_statement":
-            yield from (c for c in stmt.named_children if c.type in {"lexical_declaration", "variable_declaration"})
-        elif stmt.type in {"lexical_declaration", "variable_declaration"}:
-            yield stmt
-
-
-def _is_container(value: Node | None) -> bool:
-    if value is None:
-        return False
-    if value.type in {"array", "object"}:
-        return True
-    if value.type == "new_expression":
-        return _leaf(value.child_by_field_name("constructor")) in CONTAINERS
-    return False
-
-
-def _prepass(src: Source, root: Node) -> _Prepass:
-    pre = _Prepass()
-    for decl in _top_level(root):
-        kind = _text(decl.children[0]) if decl.children else ""
-        for d in decl.named_children:
-            if d.type != "variable_declarator":
-                continue
-            target = d.child_by_field_name("name")
-            if target is None or target.type != "identifier":
-                continue
-            value = d.child_by_field_name("value")
-            if kind in {"let", "var"} and (value is None or value.type not in FUNCTIONS):
-                pre.module_lets.add(_text(target))
-            if _is_container(value):
-                pre.module_containers.add(_text(target))
-    containers: set[str] = set()
-    pending: list[tuple[str, str]] = []  # (name, container) of `name = container.get(...)`
-    nodes = list(_walk(root))  # walked once, for this pass and what a request runs
-    for node in nodes:
-        t = node.type
-        if t in FUNCTIONS:
-            name = _function_name(node)
-            if name:
-                pre.functions[name] = node
-        elif t == "variable_declarator":
-            name = _text(node.child_by_field_name("name"))
-            value = node.child_by_field_name("value")
-            if value is None or value.type in FUNCTIONS:  # a function's body is walked on its own
-                continue
-            if any(_is_server_request(n) for n in _walk_value(value)):
-                pre.answer_names.add(name)
-            inner = value.named_children[0] if value.type == "await_expression" and value.named_children else value
-            if inner.type == "call_expression":
-                func = inner.child_by_field_name("function")
-                if _leaf(func) in REGISTRATIONS:
-                    pre.registrations.add(name)
-                elif _leaf(func) == "get" and func is not None and func.type == "member_expression":
-                    pending.append((name, _text(func.child_by_field_name("object"))))
-            elif inner.type == "object":
-                method = _object_method(inner)
-                if method:
-                    pre.methods[name] = method
-            elif inner.type == "new_expression" and _canonical(
-                    src, inner.child_by_field_name("constructor")) in {"McpServer", "Server"}:
-                pre.servers.add(name)
-        elif t == "call_expression":
-            func = node.child_by_field_name("function")
-            leaf = _leaf(func)
-            args = _args(node)
-            if leaf in OUTSIDE_CALLS:
-                for a in args:
-                    if a.type == "identifier":
-                        pre.outside.add(_text(a))
-                    elif a.type in FUNCTIONS:
-                        pre.outside.update(_text(c.child_by_field_name("function")) for c in _walk(a)
-                                           if c.type == "call_expression")
-            elif leaf in {"set", "push"} and func is not None and func.type == "member_expression" and any(
-                    _text(a) in pre.registrations for a in args):
-                containers.add(_text(func.child_by_field_name("object")))
-            if func is not None and func.type == "identifier":
-                for i, a in enumerate(args):
-                    if a.type not in FUNCTIONS and (_value_names(a) & pre.answer_names or _is_server_request(a)):
-                        pre.answer_params.setdefault(_text(func), set()).add(i)
-    pre.registrations.update(name for name, container in pending if container in containers)
-    _reach(pre, nodes, src)
-    return pre
-
-
-def _key(node: Node) -> tuple[int, int]:
-    """A node's identity (tree-sitter makes a new Node object at each access)."""
-    return node.start_byte, node.end_byte
-
-
-def _enclosing_class(node: Node) -> str:
-    parent = node.parent
-    while parent is not None and parent.type not in {"class_declaration", "class"}:
-        parent = parent.parent
-    return _text(parent.child_by_field_name("name")) if parent is not None else ""
-
-
-def _handler_roots(pre: _Prepass, nodes: list[Node]) -> list[Node]:
-    """The functions registered as request handlers: inline in `registerTool(...)`/`setRequestHandler(...)`, or
-    a function of the file passed there by name."""
-    out = []
-    for node in nodes:
-        if node.type == "call_expression" and _leaf(node.child_by_field_name("function")) in HANDLER_CALLS:
-            for a in _args(node):
-                if a.type in FUNCTIONS:
-                    out.append(a)
-                elif a.type == "identifier" and _text(a) in pre.functions:
-                    out.append(pre.functions[_text(a)])
-    return out
-
-
-def _reach_from(pre: _Prepass, queue: list[Node]) -> None:
-    while queue:
-        fn = queue.pop()
-        if _key(fn) in pre.reachable:
-            continue
-        pre.reachable.add(_key(fn))
-        for call in _walk(fn):
-            if call.type != "call_expression" or (func := call.child_by_field_name("function")) is None:
-                continue
-            if func.type == "identifier" and _text(func) in pre.functions:
-                queue.append(pre.functions[_text(func)])
-            elif func.type == "member_expression":
-                obj = _text(func.child_by_field_name("object"))
-                cls = _enclosing_class(fn) if obj == "this" else pre.instances.get(obj, "")
-                if (method := pre.classes.get(cls, {}).get(_leaf(func))) is not None:
-                    queue.append(method)
-                elif obj in pre.external_instances:
-                    pre.external_calls.add((pre.external_instances[obj], _leaf(func)))
-
-
-def _outside_requests(pre: _Prepass, site: Node) -> bool:
-    outer = site.parent
-    while outer is not None and not (outer.type in FUNCTIONS and _key(outer) in pre.reachable):
-        outer = outer.parent
-    return outer is None
-
-
-def _reach(pre: _Prepass, nodes: list[Node], src: Source) -> None:
-    """What a request runs: the handlers, then (transitively) the file's functions they call by name and the
-    methods they call on `this` or on an instance of a class of the file."""
-    for node in nodes:
-        if node.type in {"class_declaration", "class"} and (name := _text(node.child_by_field_name("name"))):
-            body = node.child_by_field_name("body")
-            pre.classes[name] = {_leaf(m.child_by_field_name("name")): m for m in (
-                body.named_children if body is not None else []) if m.type == "method_definition"}
-    sites: list[tuple[str, Node, bool]] = []  # (class, `new` site, imported from another file?)
-    for node in nodes:
-        if node.type != "new_expression" or (ctor := node.child_by_field_name("constructor")) is None:
-            continue
-        name = _text(ctor)
-        imported = name not in pre.classes and name in src.relative_imports
-        if name not in pre.classes and not imported:
-            continue
-        sites.append((name, node, imported))
-        parent = node.parent
-        if parent is not None and parent.type == "variable_declarator":
-            (pre.external_instances if imported else pre.instances)[_text(parent.child_by_field_name("name"))] = name
-    _reach_from(pre, _handler_roots(pre, nodes))
-    # an object a request makes is that request's own; one made once outside (at load, in main) serves every caller
-    for cls, site, imported in sites:
-        counts = pre.external_constructions if imported else pre.constructions
-        counts[cls] = counts.get(cls, 0) + 1 if _outside_requests(pre, site) else 2  # per request: never "the one"
-
-
-def _from_arguments(fn: Node) -> set[str]:
-    """A function's parameters and the local names assigned from them (followed through later assignments): what
-    a call names from its caller's arguments."""
-    bound = fn.child_by_field_name("parameters") or fn.child_by_field_name("parameter")
-    tainted = {_text(n) for n in _walk(bound) if n.type in {"identifier", "shorthand_property_identifier_pattern"}} \
-        if bound is not None else set()
-    tainted.discard("this")
-    declarators = [n for n in _walk(fn) if n.type in {"variable_declarator", "assignment_expression"}]
-    for _ in range(3):  # a short chain of locals; deeper chains are not real server code
-        for d in declarators:
-            name = d.child_by_field_name("name" if d.type == "variable_declarator" else "left")
-            value = d.child_by_field_name("value" if d.type == "variable_declarator" else "right")
-            if name is not None and value is not None and _identifiers(value) & tainted:
-                tainted |= {_text(n) for n in _walk(name) if n.type in {
-                    "identifier", "shorthand_property_identifier_pattern"}}
-    return tainted
-
-
-def _object_method(obj: Node) -> str:
-    for pair in obj.named_children:
-        if pair.type == "pair" and _leaf(pair.child_by_field_name("key")) == "method":
-            return _string_value(pair.child_by_field_name("value")) or ""
-    return ""
-
-
-def _params(fn: Node) -> list[str]:
-    params = fn.child_by_field_name("parameters") or fn.child_by_field_name("parameter")
-    if params is None:
-        return []
-    if params.type == "identifier":
-        return [_text(params)]
-    out = []
-    for p in params.named_children:
-        target = p.child_by_field_name("pattern") if p.type in {"required_parameter", "optional_parameter"} else p
-        if target is not None and target.type == "assignment_pattern":
-            target = target.child_by_field_name("left")
-        out.append(_text(target) if target is not None and target.type == "identifier" else "")
-    return out
 
 
 class _Analyzer:
@@ -1088,3 +637,5 @@ def analyze_source(src: Source, *, stdio: bool) -> list[Finding]:
         return []
     return _Analyzer(src, src.root, stdio).run()
 
+
+__all__ = ["Source", "analyze", "analyze_package", "analyze_source", "parse"]
