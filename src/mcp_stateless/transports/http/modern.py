@@ -163,6 +163,13 @@ class Modern:
             await send({"type": "http.response.start", "status": 200, "headers": sse.HEADERS})
             await send({"type": "http.response.body", "body": frames + sse.event(data)})
             return
+        if reply.scopes is None:
+            # perf: the usual answer written right here, as `_json` would: two coroutines (`_json`,
+            # `respond.send_bytes`) fewer on every request
+            status = 200 if reply.error_code is None else errors.http_status_for(reply.error_code)
+            await send({"type": "http.response.start", "status": status, "headers": respond.json_headers(len(data))})
+            await send({"type": "http.response.body", "body": data})
+            return
         await self._json(send, reply, data)
 
     async def _json(self, send: Send, reply: Reply, data: bytes) -> None:
