@@ -35,6 +35,14 @@ INSPECTOR = MODULES / "inspector" / "clients" / "launcher" / "build" / "index.js
 MCP_PY = ROOT / ".cache" / "venv-mcp-2.3.0" / "bin" / "python"
 APPS = {"echo": "examples/echo.py:app", "conformance": "examples/conformance_server.py:app"}
 TRANSPORTS = ["stdio", "http"]
+# The conformance example's content tools, as every official client must accept them (issue 27 item 11: under
+# `-> dict[str, Any]` they advertised an outputSchema and sent no structuredContent, which the clients refuse).
+CONTENT_TOOLS = {
+    "test_image_content": {"types": ["image"], "isError": False},
+    "test_audio_content": {"types": ["audio"], "isError": False},
+    "test_embedded_resource": {"types": ["resource"], "isError": False},
+    "test_multiple_content_types": {"types": ["text", "image", "resource"], "isError": False},
+}
 
 
 
@@ -109,6 +117,7 @@ def test_typescript_client(app: str, mode: str, transport: str) -> None:
         assert {"test_simple_text", "test_input_required_result_elicitation",
                 "test_trigger_tool_change"} <= set(out["tools"])
         assert out["simple"] == "This is a simple text response for testing."
+        assert out["contents"] == CONTENT_TOOLS
         assert out["elicitations"] == ["What is your name?"]  # answered by the client's elicitation handler
         assert out["greeting"] == "Hello, Alice!"
         assert out["honored"] == {"toolsListChanged": True}
@@ -135,6 +144,7 @@ def test_python_client(app: str, transport: str) -> None:
     else:
         assert "test_input_required_result_elicitation" in out["tools"]
         assert out["simple"] == "This is a simple text response for testing."
+        assert out["contents"] == CONTENT_TOOLS
         assert out["asked"] == ["What is your name?"]
         assert out["greeting"] == "Hello, Alice!"
         assert out["honored"] == {"toolsListChanged": True}

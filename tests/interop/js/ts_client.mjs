@@ -50,6 +50,14 @@ if (app === 'echo') {
   out.add = await client.callTool({ name: 'add', arguments: { a: 2, b: 3 } });
 } else {
   out.simple = text(await client.callTool({ name: 'test_simple_text', arguments: {} }));
+  // The content tools (a block, or a list of blocks): the client accepts each result (it refuses one whose
+  // tool advertises an outputSchema without structuredContent) and sees these content types.
+  out.contents = {};
+  for (const name of ['test_image_content', 'test_audio_content', 'test_embedded_resource',
+    'test_multiple_content_types']) {
+    const r = await client.callTool({ name, arguments: {} });
+    out.contents[name] = { types: r.content.map((c) => c.type), isError: r.isError ?? false };
+  }
   out.greeting = text(await client.callTool({ name: 'test_input_required_result_elicitation', arguments: {} }));
   out.elicitations = elicitations;
   const sub = await client.listen({ toolsListChanged: true });

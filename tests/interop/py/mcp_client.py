@@ -47,6 +47,13 @@ async def run(app: str, server: Any, asked: list[str], elicit: Any, out: dict[st
             out["add"] = text(await client.call_tool("add", {"a": 2, "b": 3}))
         else:
             out["simple"] = text(await client.call_tool("test_simple_text", {}))
+            # The content tools: the client accepts each result (it refuses one whose tool advertises an
+            # outputSchema without structuredContent) and sees these content types.
+            out["contents"] = {}
+            for name in ("test_image_content", "test_audio_content", "test_embedded_resource",
+                         "test_multiple_content_types"):
+                r = await client.call_tool(name, {})
+                out["contents"][name] = {"types": [c.type for c in r.content], "isError": bool(r.is_error)}
             out["greeting"] = text(await client.call_tool("test_input_required_result_elicitation", {}))
             out["asked"] = asked
             async with client.listen(tools_list_changed=True) as sub:
