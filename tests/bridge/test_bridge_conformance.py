@@ -115,9 +115,22 @@ def run_leg(tmp_path: Path, upstream: str | None = None) -> tuple[dict[str, bool
     return outcome, unscored, failing_checks
 
 
+# The everything server asks `roots/list` on its own 350 ms after `initialized` when the client declares roots. A
+# call that still holds that new session then gets the question as its round (a 2025 stdio server does not say
+# which request a question belongs to: docs/bridge.md, "Roots the upstream asks for later"), and the scenario's
+# call for its missing tool comes back input_required with a roots/list question, which is all it checks. Whether
+# the call still holds the session 350 ms in depends on the machine's load: either outcome is allowed, and a
+# failure only on the check that needs the missing tool.
+TIMING_DEPENDENT = "input-required-result-basic-list-roots"
+
+
 def test_the_server_leg_against_the_bridge_in_front_of_the_everything_server(tmp_path: Path) -> None:
     outcome, unscored, failing_checks = run_leg(tmp_path)
     assert unscored == UNSCORED_PASSING | UNSCORED_FAILING, outcome
+    if outcome.get(TIMING_DEPENDENT) is True:
+        outcome[TIMING_DEPENDENT] = False
+        assert failing_checks[TIMING_DEPENDENT] == set()
+        failing_checks[TIMING_DEPENDENT] = SCORED_FAILING[TIMING_DEPENDENT]
     scored = {name: ok for name, ok in outcome.items() if name not in unscored}
     assert {n for n, ok in scored.items() if ok} == SCORED_PASSING
     assert {n for n, ok in scored.items() if not ok} == set(SCORED_FAILING)
