@@ -44,7 +44,6 @@ from .pool import ASKABLE_CALLS, Asker, Lease, UpstreamPool, unprompted
 log = logging.getLogger("mcp_stateless.bridge")
 
 FORWARDED = ("tools/list", "prompts/list", "resources/list", "resources/templates/list", "completion/complete")
-ASKABLE = ASKABLE_CALLS
 CACHEABLE = frozenset({"server/discover", "tools/list", "prompts/list", "resources/list",
                        "resources/templates/list", "resources/read"})
 BRIDGE_INFO = {"name": "mcp-stateless-bridge"}
@@ -118,7 +117,7 @@ class Bridge:
         self.instance = secrets.token_hex(6)
         self.pending: dict[str, Pending] = {}
         self.upstream: dict[str, Any] | None = None  # capabilities, serverInfo, instructions, version
-        self._table = MethodTable(frozenset({"server/discover", "subscriptions/listen", *FORWARDED, *ASKABLE}))
+        self._table = MethodTable(frozenset({"server/discover", "subscriptions/listen", *FORWARDED, *ASKABLE_CALLS}))
 
     # -- the seam --------------------------------------------------------------------------------------
     @property
@@ -198,7 +197,7 @@ class Bridge:
         try:
             if req.method == "server/discover":
                 result = await self._discover(req, call)
-            elif req.method in ASKABLE:
+            elif req.method in ASKABLE_CALLS:
                 result = await self._askable(req, call)
             else:
                 result = await self._forward(req, call)

@@ -43,6 +43,16 @@ async def bounded(chunks: AsyncIterator[bytes], limit: int, refusal: str) -> Asy
         yield chunk
 
 
+async def _pieces(reader: asyncio.StreamReader, size: int, what: str) -> AsyncIterator[bytes]:
+    """Exactly `size` bytes of `reader`, at most _PIECE at a time; ConnectionLost when it ends before."""
+    while size > 0:
+        data = await reader.read(min(size, _PIECE))
+        if not data:
+            raise ConnectionLost(f"connection closed in the middle of {what}")
+        size -= len(data)
+        yield data
+
+
 @dataclass(frozen=True, slots=True)
 class HttpUrl:
     """An http(s) URL split the way a request needs it: where to connect, and the request target."""
@@ -140,21 +150,12 @@ class Response:
                         break
                     # In pieces, like a Content-Length body: a chunk may declare any size, and a reader that
                     # caps the body must see its bytes before they are all in memory.
-                    while size > 0:
-                        data = await reader.read(min(size, _PIECE))
-                        if not data:
-                            raise ConnectionLost("connection closed in the middle of a chunk")
-                        size -= len(data)
+                    async for data in _pieces(reader, size, "a chunk"):
                         yield data
                     if await reader.readexactly(2) != b"\r\n":
                         raise ValueError("no CRLF after a chunk")
             elif self._length is not None:
-                left = self._length
-                while left > 0:
-                    data = await reader.read(min(left, _PIECE))
-                    if not data:
-                        raise ConnectionLost("connection closed in the middle of the response body")
-                    left -= len(data)
+                async for data in _pieces(reader, self._length, "the response body"):
                     yield data
             else:
                 self._keep_alive = False

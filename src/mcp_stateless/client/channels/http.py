@@ -8,6 +8,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 
 import orjson
 
+from ...protocol import jsonrpc
 from ...protocol.sse import SSEParser, decode_messages
 from ..auth import Auth, HttpRequest, send
 from ..errors import AuthenticationError, ChannelError, HttpStatusError, ServerLost, StreamBroken
@@ -21,10 +22,6 @@ from .base import Message, Restarted, Unsolicited, log
 # loaded machine the end can take tens of milliseconds to arrive.
 _DRAIN_WITHIN = 0.1
 _DRAIN_MESSAGES = 64
-
-
-def _is_response(m: Message) -> bool:
-    return "method" not in m and ("result" in m or "error" in m)
 
 
 class HttpExchange:
@@ -51,7 +48,7 @@ class HttpExchange:
     async def _iterate(self) -> AsyncGenerator[Message, None]:
         try:
             async for m in self._messages():
-                if _is_response(m):
+                if jsonrpc.is_response(m):
                     self._answered = True
                 yield m
         except HttpError as e:  # the body broke off (connection reset / closed mid-stream)

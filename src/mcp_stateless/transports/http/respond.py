@@ -22,8 +22,7 @@ def json_headers(length: int) -> list[tuple[bytes, bytes]]:
 
 async def send_bytes(send: Send, status: int, data: bytes, extra: list[tuple[bytes, bytes]] | None = None) -> None:
     """An already encoded JSON body, with its length."""
-    # perf: json_headers written out (this runs for every JSON answer)
-    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(data))]
+    headers = json_headers(len(data))
     if extra:
         headers += extra
     await send({"type": "http.response.start", "status": status, "headers": headers})
