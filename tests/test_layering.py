@@ -17,7 +17,7 @@ import is still a dependency a reader and mypy must follow). Layers are the subp
     client        the client: protocol
     auth          the OAuth resource server (bearer tokens, protected resource metadata): protocol
     audit         the hidden-state auditor (checks any server through the client's channels): protocol, client,
-                  conformance
+                  conformance, inventory (its step titles: a legacy audit's migration plan follows them)
     inventory     static analysis of a legacy server's source (reads files, imports nothing of ours)
     bridge        a 2026-07-28 front for a 2025-era server: protocol, client (its upstream sessions), state
                   (the bus between instances) and server for server/listen.py alone: its listen streams
@@ -51,7 +51,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "transports": frozenset({"protocol"}),
     "client": frozenset({"protocol"}),
     "auth": frozenset({"protocol"}),
-    "audit": frozenset({"protocol", "client", "conformance"}),
+    "audit": frozenset({"protocol", "client", "conformance", "inventory"}),
     "observability": frozenset({"protocol", "state", "tasks"}),
     "inventory": frozenset(),
     "bridge": frozenset({"protocol", "client", "state", "server"}),

@@ -17,8 +17,9 @@ from .wire import Exchange
 Status = Literal["pass", "fail", "warn", "skip"]
 # Where a check belongs: a step (1–9) of the migration guide's "migrate each concern", or one of its tests.
 Step = int | Literal["balancer", "stdio", "restart", "broken-stream"]
-# What a check needs of the target: modern, http, stdio, instances (two or more), restart, calls (tool calls on).
-NEEDS = frozenset({"modern", "http", "stdio", "instances", "restart", "calls"})
+# What a check needs of the target: modern, legacy (a 2025-only server: the legacy profile), http, stdio,
+# instances (two or more), restart, calls (tool calls on).
+NEEDS = frozenset({"modern", "legacy", "http", "stdio", "instances", "restart", "calls"})
 
 
 @dataclass
@@ -137,6 +138,8 @@ def unmet(check: Check, ctx: Context) -> str | None:
     t, p = ctx.target, ctx.profile
     if "modern" in check.needs and p.era not in ("modern", "dual"):
         return "the server does not speak 2026-07-28" if p.era == "legacy" else "the era probe failed"
+    if "legacy" in check.needs and p.era != "legacy":
+        return "the legacy profile is for 2025-only servers" if p.era != "unknown" else "the era probe failed"
     if "http" in check.needs and t.kind != "http":
         return "HTTP only"
     if "stdio" in check.needs and t.kind != "stdio":

@@ -10,6 +10,7 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from .engine import Profile, Result
+from .plan import INVENTORY, migration_plan, plan_lines
 from .targets import Target
 
 STEP_NAMES = {
@@ -31,9 +32,14 @@ def report(target: Target, profile: Profile, results: list[Result], seconds: flo
         t["serverInfo"] = profile.server_info
     if profile.fronts is not None:
         t["bridge"] = profile.fronts
-    return {"target": t, "summary": {**counts, "seconds": round(seconds, 3), "ok": counts["fail"] == 0},
-            "tools": {"called": [], "skipped": [], "answers": [], **(tools or {})},
-            "checks": [_check(r) for r in results]}
+    rep: dict[str, Any] = {
+        "target": t, "summary": {**counts, "seconds": round(seconds, 3), "ok": counts["fail"] == 0},
+        "tools": {"called": [], "skipped": [], "answers": [], **(tools or {})},
+        "checks": [_check(r) for r in results]}
+    steps = migration_plan(profile, results, target.kind)
+    if steps:
+        rep["migrationPlan"] = steps
+    return rep
 
 
 def _check(r: Result) -> dict[str, Any]:
@@ -102,6 +108,11 @@ def to_markdown(rep: dict[str, Any]) -> str:
     if tools.get("answers"):
         lines += ["", "Answers given to the server's questions: "
                   + ", ".join(f"{_md(a['answer'])} × {a['count']}" for a in tools["answers"]) + "."]
+    if rep.get("migrationPlan"):
+        lines += ["", "#### Migration plan", ""]
+        for item in rep["migrationPlan"]:
+            lines.append(f"{item['step']}. **{_md(item['title'])}**: " + "; ".join(_md(w) for w in item["why"]))
+        lines += ["", INVENTORY[0].upper() + INVENTORY[1:] + "."]
     failing = [c for c in rep["checks"] if c["status"] in ("fail", "warn") and (c["fix"] or c["evidence"])]
     for c in failing:
         lines += ["", f"#### `{c['id']}` — {_md(c['title'])}", "", c["finding"]]
@@ -123,6 +134,9 @@ def to_junit(rep: dict[str, Any]) -> str:
     for line in tool_lines(rep):
         kind, _, value = line.partition(": ")
         ET.SubElement(props, "property", name=f"tool.{kind}" if value else "tool.none", value=value or line)
+    for item in rep.get("migrationPlan") or []:
+        ET.SubElement(props, "property", name=f"plan.step{item['step']}",
+                      value=f"{item['title']}: " + "; ".join(item["why"]))
     for c in rep["checks"]:
         case = ET.SubElement(suite, "testcase", name=c["id"], classname=f"audit.{step_label(c['step'])}",
                              time=str(c["seconds"]))
@@ -138,4 +152,4 @@ def to_junit(rep: dict[str, Any]) -> str:
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
 
 
-__all__ = ["call_line", "report", "report_schema", "step_label", "to_junit", "to_markdown", "tool_lines"]
+__all__ = ["call_line", "plan_lines", "report", "report_schema", "step_label", "to_junit", "to_markdown", "tool_lines"]

@@ -132,11 +132,13 @@ class _Plain:
             print(f"{result.status.upper():4} {check.id}: {result.finding}", file=self.out, flush=True)
 
     def close(self, rep: dict[str, Any]) -> None:
-        from ..audit.report import tool_lines
+        from ..audit.report import plan_lines, tool_lines
 
         s = rep["summary"]
         for line in tool_lines(rep):
             print(f"TOOL {line}", file=self.out)
+        for line in plan_lines(rep.get("migrationPlan") or []):
+            print(f"PLAN {line}", file=self.out)
         print(f"{s['pass']} passed, {s['fail']} failed, {s['warn']} warnings, {s['skip']} skipped "
               f"in {s['seconds']} s", file=self.out)
 
@@ -175,7 +177,7 @@ def render(console: Any, rep: dict[str, Any]) -> None:
     from rich.padding import Padding
     from rich.text import Text
 
-    from ..audit.report import step_label, tool_lines
+    from ..audit.report import plan_lines, step_label, tool_lines
 
     def block(text: str, style: str = "") -> Padding:
         return Padding(Text(text, style=style, overflow="fold"), (0, 0, 0, 6))
@@ -193,6 +195,11 @@ def render(console: Any, rep: dict[str, Any]) -> None:
     console.print(Text("tools", style="bold"))
     for line in tool_lines(rep):
         console.print(Padding(Text(line, overflow="fold"), (0, 0, 0, 2)))
+    plan = plan_lines(rep.get("migrationPlan") or [])
+    if plan:
+        console.print(Text("migration plan", style="bold"))
+        for line in plan:
+            console.print(Padding(Text(line, overflow="fold"), (0, 0, 0, 2)))
     console.print(Text(f"{s['pass']} passed, {s['fail']} failed, {s['warn']} warnings, {s['skip']} skipped "
                        f"in {s['seconds']} s", overflow="fold"))
 

@@ -8,12 +8,12 @@ from typing import Any
 
 from ...protocol.card import BRIDGE_META_KEY, SUFFIX
 from ...protocol.errors import UNSUPPORTED_PROTOCOL_VERSION
-from ...protocol.versions import LATEST, LEGACY_VERSIONS
+from ...protocol.versions import LATEST
 from ..engine import Check, Context, Outcome
+from ..legacy_session import initialize_request, request, session
+from ..legacy_session import list_all as legacy_list
 from ..targets import HttpTarget
-from ..wire import AUDITOR_INFO, Exchange, Message, comparable, modern, next_id
-
-LEGACY = LEGACY_VERSIONS[0]
+from ..wire import Exchange, comparable, modern
 
 MIGRATE = (
     "Migrating to 2026-07-28: accept the per-request envelope (_meta protocolVersion + clientCapabilities on every "
@@ -22,11 +22,6 @@ MIGRATE = (
     "stream and resources/subscribe with subscriptions/listen, and answer GET/DELETE with 405. Keep initialize "
     "behind a legacy branch if 2025 clients must keep working (a dual-era server)."
 )
-
-
-def initialize_request() -> Message:
-    return {"jsonrpc": "2.0", "id": next_id(), "method": "initialize", "params": {
-        "protocolVersion": LEGACY, "capabilities": {}, "clientInfo": AUDITOR_INFO}}
 
 
 async def legacy_probe(ctx: Context) -> tuple[Exchange, dict[str, Any] | None]:
@@ -45,6 +40,20 @@ async def legacy_probe(ctx: Context) -> tuple[Exchange, dict[str, Any] | None]:
     res = ex.result
     ok = res is not None and isinstance(res.get("protocolVersion"), str)
     return ex, res if ok else None
+
+
+async def legacy_profile(ctx: Context) -> None:
+    """What a 2025-only server offers, read inside a 2025 session: the legacy profile's checks need its
+    capabilities and tools as the modern ones need discover's."""
+    p = ctx.profile
+    async with session(ctx, 0) as s:
+        if not s.opened:
+            return
+        p.capabilities = s.capabilities
+        info = (s.init.result or {}).get("serverInfo")
+        p.server_info = info if isinstance(info, dict) else {}
+        if "tools" in p.capabilities:
+            p.tools, _ = await legacy_list(s, "tools/list", "tools")
 
 
 async def list_all(ctx: Context, method: str, key: str, *, instance: int | None = 0) -> tuple[list[Any], Exchange]:
@@ -103,6 +112,7 @@ async def era(ctx: Context) -> Outcome:
         p.tools, _ = await list_all(ctx, "tools/list", "tools")
         p.fronts = await bridged(ctx)
     if p.era == "legacy":
+        await legacy_profile(ctx)
         info = (lres or {}).get("serverInfo") or {}
         return Outcome("fail", f"legacy-only server ({info.get('name', '?')}): it answers initialize "
                                f"({(lres or {}).get('protocolVersion')}) and not server/discover "
@@ -126,24 +136,9 @@ async def legacy_leg(ctx: Context) -> Outcome:
     """A dual-era server's legacy branch: initialize, then tools/list inside that session."""
     if ctx.profile.era != "dual":
         return Outcome("skip", "skipped: not a dual-era server")
-    t = ctx.target
-    init = initialize_request()
-    if t.kind == "stdio":
-        async with t.lane() as lane:
-            first = await lane.send(init, timeout=ctx.options.call_timeout)
-            await lane.notify({"jsonrpc": "2.0", "method": "notifications/initialized"})
-            listed = await lane.send({"jsonrpc": "2.0", "id": next_id(), "method": "tools/list", "params": {}},
-                                     timeout=ctx.options.call_timeout)
-    else:
-        first = await t.send(init, instance=0, mirror=False, timeout=ctx.options.call_timeout)
-        sid = first.response_headers.get("mcp-session-id", "")
-        version = (first.result or {}).get("protocolVersion", LEGACY)
-        h = {"mcp-protocol-version": version} | ({"mcp-session-id": sid} if sid else {})
-        await t.send({"jsonrpc": "2.0", "method": "notifications/initialized"}, instance=0, mirror=False, headers=h)
-        listed = await t.send({"jsonrpc": "2.0", "id": next_id(), "method": "tools/list", "params": {}},
-                              instance=0, mirror=False, headers=h, timeout=ctx.options.call_timeout)
-        if sid:
-            await t.send(None, instance=0, http_method="DELETE", headers={"mcp-session-id": sid}, timeout=5)
+    async with session(ctx, 0) as s:
+        first = s.init
+        listed = await s.send(request("tools/list")) if s.opened else s.init
     tools = (listed.result or {}).get("tools")
     if not isinstance(tools, list):
         return Outcome("fail", f"initialize succeeded but tools/list in that session gave {listed.outcome()}",

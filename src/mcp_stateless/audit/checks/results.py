@@ -40,7 +40,7 @@ def read_calls(ctx: Context) -> list[Call]:
     return (named + declared)[:MAX_READS]
 
 
-def _label(c: Call) -> str:
+def label(c: Call) -> str:
     return c[0] if not c[1] else f"{c[0]} {short_args(c[1])}"
 
 
@@ -55,7 +55,7 @@ async def _ask(ctx: Context, reads: list[Call]) -> list[list[Exchange]]:
              for i in range(t.instances)] for name, args in reads]
 
 
-def _spread(exs: list[Exchange]) -> str:
+def spread(exs: list[Exchange]) -> str:
     """`{"n": 1} on instance 2; {"n": 0} on instances 1, 3`."""
     groups: dict[str, tuple[str, list[int]]] = {}
     for x in exs:
@@ -67,7 +67,7 @@ def _spread(exs: list[Exchange]) -> str:
     return "; ".join(parts)
 
 
-def _differs(exs: list[Exchange]) -> bool:
+def differs(exs: list[Exchange]) -> bool:
     return len({repr(answer(x)) for x in exs}) > 1
 
 
@@ -87,15 +87,15 @@ async def state_through_results(ctx: Context) -> Outcome:
     again = await _ask(ctx, reads)
     stable = []
     for c, first, second in zip(reads, before, again, strict=True):
-        silent += [f"{_label(c)} on instance {x.instance + 1}: {x.outcome()}" for x in first + second
+        silent += [f"{label(c)} on instance {x.instance + 1}: {x.outcome()}" for x in first + second
                    if answer(x)[0] == "nothing"]
         if any(repr(answer(a)) != repr(answer(b)) for a, b in zip(first, second, strict=True)):
             continue  # the same instance answers differently when nothing was called: not comparable
         stable.append(c)
-        if _differs(first):
-            problems.append(f"before this check called anything, {_label(c)} answers {_spread(first)}")
+        if differs(first):
+            problems.append(f"before this check called anything, {label(c)} answers {spread(first)}")
             evidence += first
-    unstable = [_label(c) for c in reads if c not in stable]
+    unstable = [label(c) for c in reads if c not in stable]
     if not stable:
         return Outcome("warn", f"could not compare: {', '.join(unstable)} answer differently when asked twice "
                                "on the same instance with nothing called in between")
@@ -104,8 +104,8 @@ async def state_through_results(ctx: Context) -> Outcome:
     did = ", ".join(f"{x.request['params']['name']} (on instance {x.instance + 1})" for x in made if x.request)
     after = await _ask(ctx, stable)
     for c, exs in zip(stable, after, strict=True):
-        if _differs(exs):
-            problems.append(f"after calling {did or 'nothing'}, {_label(c)} answers {_spread(exs)}")
+        if differs(exs):
+            problems.append(f"after calling {did or 'nothing'}, {label(c)} answers {spread(exs)}")
             evidence += [*made[-2:], *exs]
 
     restarted = ""
@@ -117,10 +117,10 @@ async def state_through_results(ctx: Context) -> Outcome:
             if moved:
                 where = "; ".join(f"instance {b.instance + 1}: {short(a)} before, {short(b)} after"
                                   for a, b in moved)
-                problems.append(f"a restart of every instance changed what {_label(c)} answers ({where})")
+                problems.append(f"a restart of every instance changed what {label(c)} answers ({where})")
                 evidence += [moved[0][0], moved[0][1]]
         restarted = " and after a restart of every instance"
-    names = ", ".join(_label(c) for c in stable)
+    names = ", ".join(label(c) for c in stable)
     note = f" (not compared, they vary on their own: {', '.join(unstable)})" if unstable else ""
     if problems:
         return Outcome("fail", "a read-only tool's answer depends on the instance or the process: "

@@ -46,7 +46,7 @@ def _names(ex: Exchange) -> list[str] | None:
     return None
 
 
-def _versus(base: Exchange, other: Exchange) -> str:
+def versus(base: Exchange, other: Exchange) -> str:
     """How `other`'s answer differs from `base`'s, in names where both are lists."""
     a, b = _names(base), _names(other)
     if a is None or b is None:
@@ -71,7 +71,7 @@ async def instances(ctx: Context) -> Outcome:
         if len({repr(answer(x)) for x in exs}) > 1:
             odd = [x for x in exs[1:] if repr(answer(x)) != repr(answer(exs[0]))]
             differ.append(f"{method}: compared with instance 1, "
-                          + "; ".join(f"instance {x.instance + 1} {_versus(exs[0], x)}" for x in odd))
+                          + "; ".join(f"instance {x.instance + 1} {versus(exs[0], x)}" for x in odd))
             evidence.extend(exs)
     if differ:
         return Outcome("fail", "instances answer the same request differently: " + "; ".join(differ),
@@ -97,7 +97,7 @@ async def history(ctx: Context) -> Outcome:
                 async with t.lane(i) as fresh:
                     others.append(await fresh.send(modern(method), timeout=ctx.options.call_timeout))
             if len({repr(answer(x)) for x in [same, *others]}) > 1:
-                where = [f"a new connection to instance {x.instance + 1} {_versus(same, x)}"
+                where = [f"a new connection to instance {x.instance + 1} {versus(same, x)}"
                          for x in others if repr(answer(x)) != repr(answer(same))]
                 differ.append(f"{method}: compared with the connection that made them, " + "; ".join(where))
                 evidence.extend([*made[-2:], same, *others])
