@@ -59,9 +59,11 @@ def test_two_bridges_fail_only_where_the_everything_servers_own_state_shows(redi
     assert fronts["perInstanceUpstream"] is True
     statuses = {c["id"]: c["status"] for c in rep["checks"]}
     failed = {c["id"]: c for c in rep["checks"] if c["status"] == "fail"}
-    # toggle-simulated-logging flips per upstream session (the bridge keys sessions by declared capabilities);
-    # get-resource-reference's resource is generated anew by each upstream process.
-    assert set(failed) == {"stateless.capabilities", "results.read-tools"}, statuses
+    # toggle-simulated-logging flips per upstream session (the bridge keys sessions by declared capabilities).
+    # get-resource-reference embeds the time of day: it varies on its own, so it is left uncompared.
+    assert set(failed) == {"stateless.capabilities"}, statuses
+    assert "(not compared, they vary on their own: get-resource-reference)" in \
+        next(c for c in rep["checks"] if c["id"] == "results.read-tools")["finding"]
     for c in failed.values():
         assert c["attributedTo"] == "upstream"
         assert "mcp-stateless bridge in front of mcp-servers/everything" in c["finding"]

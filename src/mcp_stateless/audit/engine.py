@@ -69,6 +69,8 @@ class Profile:
     mrtr_searched: bool = False
     mrtr_completes_alone: bool | None = None  # whether that call's rounds end on one instance, once tried
     task_tool: tuple[str, dict[str, Any]] | None = None  # a call that became a task
+    # A 2025-only server over HTTP: whether its initialize minted an Mcp-Session-Id (None: not probed).
+    legacy_sessions: bool | None = None
     # What a bridge fronts, from its Server Card (`_meta["dev.mcp-stateless/bridge"]`); None: not a bridge.
     fronts: dict[str, Any] | None = None
 

@@ -23,7 +23,7 @@ def _first_sentence(text: str) -> str:
     return head
 
 
-def migration_plan(profile: Profile, results: Sequence[Result], kind: str) -> list[dict[str, Any]]:
+def migration_plan(profile: Profile, results: Sequence[Result]) -> list[dict[str, Any]]:
     """The plan's steps in order: `{"step", "title", "why": [...], "checks": [...]}`; empty unless the
     target is a 2025-only server."""
     if profile.era != "legacy":
@@ -55,9 +55,9 @@ def migration_plan(profile: Profile, results: Sequence[Result], kind: str) -> li
     if "logging" in caps:
         why.setdefault(4, []).append("it declares logging: logging/setLevel is session state; 2026-07-28 takes "
                                      "the log level per request")
-    if kind == "http":
-        why.setdefault(7, []).append("on Streamable HTTP no Mcp-Session-Id is minted, and DELETE (a session's "
-                                     "end) is answered with 405")
+    if profile.legacy_sessions:
+        why.setdefault(7, []).append("it mints an Mcp-Session-Id: a 2026-07-28 server mints none, and answers "
+                                     "DELETE (a session's end) with 405")
     return [{"step": n, "title": STEP_TITLES[n], "why": why[n], "checks": checks.get(n, [])} for n in sorted(why)]
 
 

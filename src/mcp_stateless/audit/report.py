@@ -36,7 +36,7 @@ def report(target: Target, profile: Profile, results: list[Result], seconds: flo
         "target": t, "summary": {**counts, "seconds": round(seconds, 3), "ok": counts["fail"] == 0},
         "tools": {"called": [], "skipped": [], "answers": [], **(tools or {})},
         "checks": [_check(r) for r in results]}
-    steps = migration_plan(profile, results, target.kind)
+    steps = migration_plan(profile, results)
     if steps:
         rep["migrationPlan"] = steps
     return rep

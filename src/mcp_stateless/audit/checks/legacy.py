@@ -14,7 +14,7 @@ from ..engine import Check, Context, Outcome
 from ..legacy_session import LegacySession, list_all, request, session, tool_call
 from ..wire import Exchange
 from .calls import answer, short
-from .results import Call, differs, label, read_calls, spread
+from .results import CLOCK_GAP, Call, differs, label, read_calls, spread
 from .stateless import versus
 
 # (list method, result key, the server capability that offers it)
@@ -193,7 +193,9 @@ async def results(ctx: Context) -> Outcome:
                                "required arguments; name one with --read-tool NAME[=JSON])")
     names = {n for n, _ in reads}
     writers = [x["name"] for x in ctx.probe_tools() if x["name"] not in names]
-    before, again = await _reads(ctx, reads), await _reads(ctx, reads)
+    before = await _reads(ctx, reads)
+    await asyncio.sleep(CLOCK_GAP)
+    again = await _reads(ctx, reads)
     stable = [c for c, a, b in zip(reads, before, again, strict=True)
               if all(repr(answer(x)) == repr(answer(y)) for x, y in zip(a, b, strict=True))]
     unstable = [label(c) for c in reads if c not in stable]

@@ -9,6 +9,7 @@ auditor may call (never one that reads like a deletion, unless named)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -17,6 +18,9 @@ from ..wire import Exchange
 from .calls import answer, call, short
 
 MAX_READS = 8
+# Between the two baseline rounds: an answer that embeds a clock at second resolution ("created at 21:04:05")
+# must show as varying on its own, or the restart below (which takes longer than a second) reads as state lost.
+CLOCK_GAP = 1.1
 
 FIX = ("Keep what a tool's result reads in a store every instance shares and that outlives a process (SQLite "
        "on a shared volume, Redis, a database) — not in module globals, class fields or caches of one "
@@ -84,6 +88,7 @@ async def state_through_results(ctx: Context) -> Outcome:
     silent: list[str] = []
 
     before = await _ask(ctx, reads)
+    await asyncio.sleep(CLOCK_GAP)
     again = await _ask(ctx, reads)
     stable = []
     for c, first, second in zip(reads, before, again, strict=True):

@@ -1,0 +1,183 @@
+"""`mcp-stateless audit` on 2025-only servers: the legacy profile (the guide's four tests run through 2025
+sessions) and the migration plan. Fixtures keep a counter per session, per process, or in a shared SQLite file
+(the clean counterpart); the published servers are the ones scripts/setup.sh installs: the reference everything
+server over Streamable HTTP (its sessions live in one process: the true failure), the reference filesystem
+server and mcp-server-time over stdio (nothing kept: clean)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from auditlib import INTEROP, NODE, ROOT, audit, by_status
+
+from services import need
+
+# Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
+pytestmark = pytest.mark.slow
+
+SERVERS = Path(__file__).resolve().parent / "servers"
+SDK1_PY = ROOT / ".cache" / "venv-mcp-1.30.0" / "bin" / "python"
+EVERYTHING = ROOT / "tools/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+FILESYSTEM = ROOT / "tools/node/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
+TIME = ROOT / ".cache" / "venv-mcp-server-time-2025.9.25" / "bin" / "mcp-server-time"
+LEGACY_CHECKS = {"legacy.sessions", "legacy.history", "legacy.results", "legacy.restart", "legacy.stdio",
+                 "legacy.broken-stream"}
+
+
+def _legacy(rep: dict[str, Any]) -> dict[str, str]:
+    """Each legacy check's status, and the era's."""
+    return {c["id"]: c["status"] for c in rep["checks"] if c["id"] in LEGACY_CHECKS | {"era"}}
+
+
+def _plan(rep: dict[str, Any]) -> list[int]:
+    return [item["step"] for item in rep.get("migrationPlan", [])]
+
+
+def _modern_skipped(rep: dict[str, Any]) -> None:
+    """Every check of the modern profile is skipped on a 2025-only server, saying why."""
+    for c in rep["checks"]:
+        if c["id"] not in LEGACY_CHECKS | {"era"}:
+            assert c["status"] == "skip" and c["finding"] == "skipped: the server does not speak 2026-07-28", c
+
+
+def _counters(mode: str, tmp: Path) -> list[str]:
+    need(SDK1_PY, "the 2025-era SDK venv (mcp==1.30.0)")
+    db = f" {tmp / 'counter.db'}" if mode == "shared" else ""
+    return ["--launch", f"{SDK1_PY} {SERVERS / 'legacy_counters.py'} {mode} {{port}}{db}", "--instances", "2"]
+
+
+def test_a_counter_kept_per_session_fails_sessions_results_and_restart(tmp_path: Path) -> None:
+    rc, rep, _ = audit(_counters("session", tmp_path), tmp_path)
+    assert rc == 1 and rep["target"]["era"] == "legacy"
+    assert _legacy(rep) == {"era": "fail", "legacy.sessions": "fail", "legacy.history": "pass",
+                            "legacy.results": "fail", "legacy.restart": "fail", "legacy.stdio": "skip",
+                            "legacy.broken-stream": "pass"}
+    failed = by_status(rep, "fail")
+    assert failed["legacy.sessions"]["finding"].startswith(
+        "a 2025 session opened on instance 1 is unknown to the others: instance 2 answers HTTP 404")
+    assert ('after calling bump in one session, count answers {"result":"1"} there and {"result":"0"} in a new '
+            "session on instance 1 (state kept by the session)") in failed["legacy.results"]["finding"]
+    assert failed["legacy.restart"]["finding"].startswith(
+        "a restart ends every open 2025 session: after every instance restarted, the session's next request got "
+        "HTTP 404")
+    assert "Mcp-Session-Id (sticky sessions)" in failed["legacy.sessions"]["fix"]
+    assert _plan(rep) == [1, 2, 3, 4, 7]
+    step4 = rep["migrationPlan"][3]
+    assert step4["title"] == "Remove hidden protocol state"
+    assert step4["checks"] == ["legacy.sessions", "legacy.results", "legacy.restart"]
+    _modern_skipped(rep)
+
+
+def test_a_counter_kept_per_process_differs_by_instance_and_after_a_restart(tmp_path: Path) -> None:
+    rc, rep, _ = audit(_counters("process", tmp_path), tmp_path)
+    assert rc == 1
+    assert _legacy(rep)["legacy.results"] == "fail"
+    finding = by_status(rep, "fail")["legacy.results"]["finding"]
+    # legacy.history called bump once on instance 1 before this check, then this check called it again there
+    assert 'before anything was called, count answers {"result":"1"} on instance 1; {"result":"0"} on instance 2' \
+        in finding
+    assert ('after calling bump in one session, count answers {"result":"2"} on instance 1; {"result":"0"} on '
+            "instance 2 (state kept by the process)") in finding
+    assert ('a restart of every instance changed what count answers (instance 1: {"result":"2"} before, '
+            '{"result":"0"} after)') in finding
+
+
+def test_a_counter_in_a_shared_store_without_sessions_passes_every_legacy_check(tmp_path: Path) -> None:
+    rc, rep, _ = audit(_counters("shared", tmp_path), tmp_path)
+    assert rc == 1  # the era check: it is still 2025-only
+    assert _legacy(rep) == {"era": "fail", "legacy.sessions": "pass", "legacy.history": "pass",
+                            "legacy.results": "pass", "legacy.restart": "pass", "legacy.stdio": "skip",
+                            "legacy.broken-stream": "pass"}
+    passed = by_status(rep, "pass")
+    assert passed["legacy.sessions"]["finding"] == (
+        "the server opens no session (no Mcp-Session-Id): all 2 instances answer each request on its own, as "
+        "2026-07-28 needs")
+    assert passed["legacy.results"]["finding"] == (
+        "count answer the same in new sessions on all 2 instance(s) and in the session that called bump and after "
+        "a restart of every instance")
+    assert _plan(rep) == [1, 2, 3]
+    assert [c["name"] for c in rep["tools"]["called"]] == ["bump", "count"]
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+def test_the_legacy_sdk_servers_process_wide_toggle_is_found(transport: str, tmp_path: Path) -> None:
+    """tests/interop/servers/ts_legacy_server.mjs (@modelcontextprotocol/sdk 1.x): `toggle` adds the `extra`
+    tool in the memory of the process that served it (every session of that process sees it)."""
+    need(NODE, "Node 22 (tools/node)")
+    server = f"{NODE} {INTEROP / 'ts_legacy_server.mjs'}"
+    args = ["--launch", f"{server} http {{port}}", "--instances", "2"] if transport == "http" \
+        else ["--stdio", f"{server} stdio"]
+    rc, rep, _ = audit(args, tmp_path)
+    history = by_status(rep, "fail")["legacy.history"]["finding"]
+    if transport == "http":
+        assert _legacy(rep) == {"era": "fail", "legacy.sessions": "fail", "legacy.history": "fail",
+                                "legacy.results": "skip", "legacy.restart": "fail", "legacy.stdio": "skip",
+                                "legacy.broken-stream": "pass"}
+        assert ("tools/list (kept by the process): compared with the session that made the calls, a new session "
+                "on instance 2 lacks ['extra']") in history
+        assert _plan(rep) == [1, 2, 3, 4, 6, 7]
+    else:
+        assert _legacy(rep) == {"era": "fail", "legacy.sessions": "skip", "legacy.history": "fail",
+                                "legacy.results": "skip", "legacy.restart": "skip", "legacy.stdio": "pass",
+                                "legacy.broken-stream": "pass"}
+        assert ("tools/list (kept by the process, its one session): compared with the session that made the "
+                "calls, a new process lacks ['extra']") in history
+        assert _plan(rep) == [1, 2, 3, 4, 6]
+    assert rc == 1
+    _modern_skipped(rep)
+
+
+def test_the_published_everything_server_over_http_keeps_its_sessions_in_one_process(tmp_path: Path) -> None:
+    """@modelcontextprotocol/server-everything 2026.8.31 (SDK 1.x, `streamableHttp`), two instances: its
+    sessions are the transport's in-memory map, so a session is unknown to the other instance and ends with a
+    restart. `get-env` is left out: it answers each instance's own environment (the auditor gives each its
+    own PORT), a difference the auditor made."""
+    need(NODE, "Node 22 (tools/node)")
+    need(EVERYTHING, "@modelcontextprotocol/server-everything 2026.8.31 (tools/node)")
+    rc, rep, _ = audit(["--launch", f"env PORT={{port}} {NODE} {EVERYTHING} streamableHttp", "--instances", "2",
+                        "--exclude-tool", "get-env", "--exclude-tool", "trigger-long-running-operation"], tmp_path)
+    assert rc == 1 and rep["target"]["serverInfo"]["name"] == "mcp-servers/everything"
+    assert _legacy(rep) == {"era": "fail", "legacy.sessions": "fail", "legacy.history": "pass",
+                            "legacy.results": "pass", "legacy.restart": "fail", "legacy.stdio": "skip",
+                            "legacy.broken-stream": "pass"}
+    failed = by_status(rep, "fail")
+    # get-resource-reference embeds the time of day ("created at 21:04:05"): not compared, and said so.
+    assert by_status(rep, "pass")["legacy.results"]["finding"].endswith(
+        "(not compared, they vary on their own: get-resource-reference)")
+    assert failed["legacy.sessions"]["finding"].startswith(
+        "a 2025 session opened on instance 1 is unknown to the others: instance 2 answers error -32000 "
+        "'Bad Request: No valid session ID provided' (HTTP 400)")
+    assert "standalone GET stream" in by_status(rep, "pass")["legacy.broken-stream"]["finding"]
+    assert _plan(rep) == [1, 2, 3, 4, 6, 7]
+    why = {item["step"]: item["why"] for item in rep["migrationPlan"]}
+    assert "it declares logging: logging/setLevel is session state; 2026-07-28 takes the log level per request" \
+        in why[4]
+    assert why[6] == ["it declares tools.listChanged, prompts.listChanged, resources.listChanged, "
+                      "resources.subscribe: notifications after the session become subscriptions/listen events"]
+
+
+def test_the_published_filesystem_and_time_servers_over_stdio_keep_nothing(tmp_path: Path) -> None:
+    """@modelcontextprotocol/server-filesystem 2026.8.31 and mcp-server-time 2025.9.25 (Python SDK 1.x), each
+    over stdio: every legacy check that applies passes; the plan is the envelope, discover and results (and
+    listen, for the filesystem server's tools.listChanged)."""
+    need(NODE, "Node 22 (tools/node)")
+    need(FILESYSTEM, "@modelcontextprotocol/server-filesystem 2026.8.31 (tools/node)")
+    need(TIME, "mcp-server-time 2025.9.25 (scripts/setup.sh)")
+    rc, rep, _ = audit(["--stdio", f"{NODE} {FILESYSTEM} {tmp_path}"], tmp_path)
+    assert rc == 1 and _legacy(rep) == {
+        "era": "fail", "legacy.sessions": "skip", "legacy.history": "pass", "legacy.results": "pass",
+        "legacy.restart": "skip", "legacy.stdio": "pass", "legacy.broken-stream": "pass"}
+    assert by_status(rep, "pass")["legacy.results"]["finding"].startswith(
+        "list_allowed_directories answer the same in new processes")
+    assert _plan(rep) == [1, 2, 3, 6]  # it declares tools.listChanged (the SDK's default for McpServer)
+    convert = 'convert_time={"source_timezone": "UTC", "time": "12:00", "target_timezone": "Europe/Paris"}'
+    rc, rep, _ = audit(["--stdio", str(TIME), "--read-tool", convert], tmp_path)
+    assert rc == 1 and rep["target"]["serverInfo"]["name"] == "mcp-time"
+    assert _legacy(rep) == {"era": "fail", "legacy.sessions": "skip", "legacy.history": "skip",
+                            "legacy.results": "pass", "legacy.restart": "skip", "legacy.stdio": "pass",
+                            "legacy.broken-stream": "pass"}
+    assert by_status(rep, "skip")["legacy.history"]["finding"] == \
+        "skipped: no argument-free tool the auditor may call"
+    assert _plan(rep) == [1, 2, 3]
