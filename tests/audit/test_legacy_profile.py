@@ -181,3 +181,35 @@ def test_the_published_filesystem_and_time_servers_over_stdio_keep_nothing(tmp_p
     assert by_status(rep, "skip")["legacy.history"]["finding"] == \
         "skipped: no argument-free tool the auditor may call"
     assert _plan(rep) == [1, 2, 3]
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+@pytest.mark.parametrize("named", [False, True])
+def test_a_2025_server_that_asks_anyway_is_declined_and_deletes_nothing(transport: str, named: bool,
+                                                                       tmp_path: Path) -> None:
+    """tests/audit/servers/legacy_confirm_wipe.py asks although the auditor declared no capability: `wipe`
+    elicits on its call's stream, `tidy_up` samples through the session (the GET stream, over HTTP). Each gets
+    a refusal, so nothing is deleted; `wipe` (a deletion's name) is called only when named."""
+    need(SDK1_PY, "the 2025-era SDK venv (mcp==1.30.0)")
+    log, data = tmp_path / "answers.log", tmp_path / "data.txt"
+    data.write_text("precious")
+    server = f"{SDK1_PY} {SERVERS / 'legacy_confirm_wipe.py'}"
+    args = ["--launch", f"{server} http {{port}}", "--instances", "2"] if transport == "http" \
+        else ["--stdio", f"{server} stdio"]
+    rc, rep, _ = audit([*args, *(["--call-tool", "wipe"] if named else [])], tmp_path,
+                       {"WIPE_LOG": str(log), "WIPE_DATA": str(data)})
+    assert data.read_text() == "precious"
+    heard = log.read_text().splitlines()
+    called = {c["name"] for c in rep["tools"]["called"]}
+    answers = {a["answer"]: a["count"] for a in rep["tools"]["answers"]}
+    refused = "sampling refused: declined: the mcp-stateless auditor never answers for a model"
+    if named:
+        assert called == {"wipe", "tidy_up"} and set(heard) == {"decline", refused}
+        assert set(answers) == {"elicitation decline", "sampling refused (a JSON-RPC error)"}
+    else:
+        assert called == {"tidy_up"} and set(heard) == {refused}
+        assert set(answers) == {"sampling refused (a JSON-RPC error)"}
+        assert {"name": "wipe", "reason": "its name suggests deletion ('wipe' in 'wipe') (name it with --call-tool "
+                "to call it)"} in rep["tools"]["skipped"]
+    assert answers["sampling refused (a JSON-RPC error)"] == heard.count(refused)
+    assert rc == 1 and _legacy(rep)["legacy.history"] == "pass"

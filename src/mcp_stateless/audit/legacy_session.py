@@ -2,20 +2,49 @@
 `notifications/initialized`, then requests inside the session. Over Streamable HTTP the session is its
 `Mcp-Session-Id` (sent, on purpose, to whichever instance a request names, as a non-sticky balancer would);
 over stdio it is a process of its own. The auditor declares no client capabilities, so a conforming 2025 server
-sends it no elicitation, sampling or roots request: a probe never answers a user's question."""
+sends it no elicitation, sampling or roots request; one that asks anyway is declined (`refusal`): a probe never
+answers a user's question or stands in for a model."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+from ..client.channels import StdioChannel
+from ..client.http11 import HttpError, HttpUrl, Pool, bounded
+from ..protocol.errors import METHOD_NOT_FOUND
+from ..protocol.sse import iter_messages
 from ..protocol.versions import LEGACY_VERSIONS
 from .engine import Context
-from .targets import Lane
+from .ledger import answer_kind
+from .targets import HttpTarget, Lane
+from .targets.base import BODY_MAX, TOO_LARGE
+from .targets.http import http_exchange
 from .wire import AUDITOR_INFO, Exchange, Message, next_id
 
 LEGACY = LEGACY_VERSIONS[0]
+
+
+SAMPLING_REFUSED = "sampling refused (a JSON-RPC error)"
+
+
+def refusal(asked: Message) -> Message:
+    """The auditor's answer to a request a 2025 server sent it: an elicitation declined, sampling refused
+    (an error: 2025 sampling has no refusal result, and a made-up model answer could be acted on), no roots,
+    a ping answered, anything else not offered."""
+    method, id_ = asked.get("method"), asked.get("id")
+    if method == "elicitation/create":
+        return {"jsonrpc": "2.0", "id": id_, "result": {"action": "decline"}}
+    if method == "roots/list":
+        return {"jsonrpc": "2.0", "id": id_, "result": {"roots": []}}
+    if method == "ping":
+        return {"jsonrpc": "2.0", "id": id_, "result": {}}
+    if method == "sampling/createMessage":
+        return {"jsonrpc": "2.0", "id": id_, "error": {"code": -1, "message": "declined: the mcp-stateless auditor "
+                                                                               "never answers for a model"}}
+    return {"jsonrpc": "2.0", "id": id_, "error": {"code": METHOD_NOT_FOUND, "message": f"{method} not offered"}}
 
 
 def initialize_request() -> Message:
@@ -54,11 +83,28 @@ class LegacySession:
         return {"mcp-protocol-version": self.version} | ({"mcp-session-id": self.session_id}
                                                          if self.session_id else {})
 
+    def noted(self, asked: Message) -> Message:
+        """The refusal of `asked`, counted in the report's answers."""
+        reply = refusal(asked)
+        refused = asked.get("method") == "sampling/createMessage"
+        self.ctx.target.ledger.answer(SAMPLING_REFUSED if refused else answer_kind(reply.get("result") or
+                                                                                 reply.get("error")))
+        return reply
+
     async def _send(self, message: Message, instance: int | None, timeout: float) -> Exchange:
         if self.lane is not None:
             return await self.lane.send(message, timeout=timeout)
-        return await self.ctx.target.send(message, instance=self.instance if instance is None else instance,
-                                          mirror=False, headers=self.headers(), timeout=timeout)
+        t = self.ctx.target
+        assert isinstance(t, HttpTarget)
+        where = self.instance if instance is None else instance
+
+        async def answer(asked: Message) -> None:
+            await t.send(self.noted(asked), instance=where, mirror=False, headers=self.headers(), timeout=timeout)
+
+        # Sent to the instance named, never through a balancer: the session belongs to one on purpose.
+        return t.record(await http_exchange(t.pool, t.urls[where], message, instance=where, http_method="POST",
+                                            headers=t.headers(message, self.headers(), None, mirror=False),
+                                            timeout=timeout, on_request=answer))
 
     async def open(self) -> None:
         timeout = self.ctx.options.call_timeout
@@ -82,11 +128,54 @@ class LegacySession:
         """`message` inside this session, to `instance` (HTTP; default: the one that opened it)."""
         return await self._send(message, instance, self.ctx.options.call_timeout if timeout is None else timeout)
 
+    async def listen(self) -> None:
+        """The session's standalone GET stream, held open as a 2025 client holds it: a server sends there the
+        requests it makes outside a call's response (sampling through its session object, say), and each gets
+        the auditor's refusal. A server without one (405) just has nothing to send."""
+        t = self.ctx.target
+        assert isinstance(t, HttpTarget)
+        headers = {k: v for k, v in t.headers(None, self.headers(), None, mirror=False).items()
+                   if k != "content-type"} | {"accept": "text/event-stream"}
+        pool = Pool(max_idle=0)
+        try:
+            resp = await pool.request("GET", HttpUrl.parse(t.urls[self.instance]), headers, b"", timeout=10.0)
+            if resp.status != 200 or resp.content_type != "text/event-stream":
+                await resp.aclose()
+                return
+            try:
+                async for m in iter_messages(bounded(resp.iter_bytes(), BODY_MAX, TOO_LARGE)):
+                    if "method" in m and "id" in m:
+                        await t.send(self.noted(m), instance=self.instance, mirror=False, headers=self.headers(),
+                                     timeout=self.ctx.options.call_timeout)
+            finally:
+                await resp.aclose()
+        except (HttpError, OSError):
+            return  # the stream ended or was refused: only the requests sent on it are lost, never answered
+        finally:
+            await pool.aclose()
+
     async def close(self) -> None:
         """DELETE the HTTP session (a 2025 client's goodbye); a stdio session ends with its process."""
         if self.lane is None and self.session_id:
             await self.ctx.target.send(None, instance=self.instance, http_method="DELETE",
                                        headers=self.headers(), timeout=5)
+
+
+def answering(s: LegacySession) -> None:
+    """Over stdio, a request the server sends outside any exchange (its process's own channel) is answered
+    with the auditor's `refusal` too."""
+    chan = getattr(s.lane, "chan", None)
+    if not isinstance(chan, StdioChannel):
+        return
+    pending: set[asyncio.Task[int]] = set()
+
+    def on_message(m: Message) -> None:
+        if "method" in m and "id" in m:
+            task = asyncio.get_running_loop().create_task(chan.send(s.noted(m)))
+            pending.add(task)
+            task.add_done_callback(pending.discard)
+
+    chan.watch(on_message, None)
 
 
 @contextlib.asynccontextmanager
@@ -96,14 +185,20 @@ async def session(ctx: Context, instance: int = 0) -> AsyncIterator[LegacySessio
     if t.kind == "stdio":
         async with t.lane(instance) as lane:
             s = LegacySession(ctx, instance, lane)
+            answering(s)
             await s.open()
             yield s
         return
     s = LegacySession(ctx, instance, None)
     await s.open()
+    listener = asyncio.get_running_loop().create_task(s.listen()) if s.session_id else None
     try:
         yield s
     finally:
+        if listener is not None:
+            listener.cancel()
+            with contextlib.suppress(BaseException):
+                await listener
         await s.close()
 
 
@@ -123,4 +218,4 @@ async def list_all(s: LegacySession, method: str, key: str, *, instance: int | N
     return items, ex
 
 
-__all__ = ["LEGACY", "LegacySession", "initialize_request", "list_all", "request", "session", "tool_call"]
+__all__ = ["LEGACY", "LegacySession", "initialize_request", "list_all", "refusal", "request", "session", "tool_call"]

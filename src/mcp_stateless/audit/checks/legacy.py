@@ -11,7 +11,7 @@ import asyncio
 from typing import Any
 
 from ..engine import Check, Context, Outcome
-from ..legacy_session import LegacySession, list_all, request, session, tool_call
+from ..legacy_session import LegacySession, answering, list_all, request, session, tool_call
 from ..wire import Exchange
 from .calls import answer, short
 from .results import CLOCK_GAP, Call, differs, label, read_calls, spread
@@ -275,6 +275,7 @@ async def interleave(ctx: Context) -> Outcome:
     t = ctx.target
     async with t.lane(0) as lane:
         s = LegacySession(ctx, 0, lane)
+        answering(s)
         await s.open()
         if not s.opened:
             return _unopened(s)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Literal
 
 import orjson
@@ -16,7 +16,10 @@ from .base import ACCEPT, BODY_MAX, MESSAGES_MAX, TOO_LARGE, Lane, Recorder, Res
 
 
 async def http_exchange(pool: Pool, url: str, message: Message | None, *, instance: int, http_method: str,
-                         headers: Mapping[str, str], timeout: float) -> Exchange:
+                         headers: Mapping[str, str], timeout: float,
+                         on_request: Callable[[Message], Awaitable[None]] | None = None) -> Exchange:
+    """`message` sent and its response read (an SSE stream until the response arrives); `on_request` is
+    given every request the server sends on that stream (a 2025 server's elicitation, say) to answer."""
     body = b"" if message is None else orjson.dumps(message)
     ex = Exchange(message, http_method, dict(headers), instance)
     want = (message or {}).get("id")
@@ -28,6 +31,8 @@ async def http_exchange(pool: Pool, url: str, message: Message | None, *, instan
                 if resp.content_type == "text/event-stream":
                     async for m in iter_messages(bounded(resp.iter_bytes(), BODY_MAX, TOO_LARGE)):
                         done = "method" not in m and m.get("id") == want and want is not None
+                        if on_request is not None and "method" in m and "id" in m:
+                            await on_request(m)
                         if done or len(ex.messages) < MESSAGES_MAX - 1:  # room for the response, always
                             ex.messages.append(m)
                         if done:
