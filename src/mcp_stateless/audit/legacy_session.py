@@ -69,6 +69,9 @@ class LegacySession:
         self.init = Exchange(None)
         self.session_id = ""
         self.version = LEGACY
+        # The standalone GET stream's request and answer (its status and headers), once `listen` has them.
+        self.stream: Exchange | None = None
+        self.stream_known = asyncio.Event()
 
     @property
     def opened(self) -> bool:
@@ -137,8 +140,12 @@ class LegacySession:
         headers = {k: v for k, v in t.headers(None, self.headers(), None, mirror=False).items()
                    if k != "content-type"} | {"accept": "text/event-stream"}
         pool = Pool(max_idle=0)
+        self.stream = Exchange(None, "GET", headers, self.instance)
         try:
             resp = await pool.request("GET", HttpUrl.parse(t.urls[self.instance]), headers, b"", timeout=10.0)
+            self.stream.status, self.stream.response_headers = resp.status, dict(resp.headers)
+            t.record(self.stream)
+            self.stream_known.set()
             if resp.status != 200 or resp.content_type != "text/event-stream":
                 await resp.aclose()
                 return
@@ -149,10 +156,18 @@ class LegacySession:
                                      timeout=self.ctx.options.call_timeout)
             finally:
                 await resp.aclose()
-        except (HttpError, OSError):
-            return  # the stream ended or was refused: only the requests sent on it are lost, never answered
+        except (HttpError, OSError) as e:
+            self.stream.failure = str(e)  # ended or refused: the requests sent on it are lost, never answered
         finally:
+            self.stream_known.set()
             await pool.aclose()
+
+    @property
+    def keeps_stream(self) -> bool:
+        """Whether the session has a standalone GET stream (a server answering that GET with an SSE stream)."""
+        x = self.stream
+        return x is not None and x.status == 200 and \
+            x.response_headers.get("content-type", "").startswith("text/event-stream")
 
     async def close(self) -> None:
         """DELETE the HTTP session (a 2025 client's goodbye); a stdio session ends with its process."""
@@ -192,6 +207,9 @@ async def session(ctx: Context, instance: int = 0) -> AsyncIterator[LegacySessio
     s = LegacySession(ctx, instance, None)
     await s.open()
     listener = asyncio.get_running_loop().create_task(s.listen()) if s.session_id else None
+    if listener is not None:
+        with contextlib.suppress(TimeoutError):  # a server that never answers the GET has no stream to use
+            await asyncio.wait_for(s.stream_known.wait(), 2.0)
     try:
         yield s
     finally:

@@ -247,20 +247,16 @@ async def results(ctx: Context) -> Outcome:
 
 async def broken(ctx: Context) -> Outcome:
     """A request whose response stream is dropped before the answer, then the session's next request; and
-    what the session's standalone GET stream is (2026-07-28 replaces it with subscriptions/listen)."""
-    t = ctx.target
+    whether the session keeps a standalone GET stream (2026-07-28 replaces it with subscriptions/listen)."""
     async with session(ctx, 0) as s:
         if not s.opened:
             return _unopened(s)
         victim = _probe(s)
         dropped = await s.send(victim, timeout=0.02)
         retry = await s.send({**victim, "id": f"{victim['id']}-retry"})
-        stream = await t.send(None, instance=0, http_method="GET",
-                              headers={**s.headers(), "accept": "text/event-stream"}, timeout=1.0) \
-            if s.session_id else None
+        stream = s.stream
     kept = ""
-    if stream is not None and stream.status == 200 \
-            and stream.response_headers.get("content-type", "").startswith("text/event-stream"):
+    if s.keeps_stream:
         kept = ("; the session keeps a standalone GET stream for server messages (its events, and any "
                 "Last-Event-ID replay, live in one process): 2026-07-28 replaces it with subscriptions/listen")
     if retry.response is None:
