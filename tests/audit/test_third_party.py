@@ -35,10 +35,14 @@ def test_the_python_sdk_everything_server_fails_only_listen_fan_out(tmp_path: Pa
         "stateless.instances", "stateless.history", "stateless.capabilities", "mrtr.instances", "mrtr.restart",
         "broken.reconnect", "wire.schema"}
     # ask_name sends no requestState, the SDK offers no tasks, no principal was given, stdio is a separate run,
-    # and no tool is declared read-only (nor named by --read-tool).
-    assert set(by_status(rep, "skip")) == {"auth.per-request", "mrtr.tampered-state", "tasks.instances",
-                                          "tasks.restart", "stdio.interleave", "stdio.cancel",
-                                          "results.read-tools"}
+    # no tool is declared read-only (nor named by --read-tool), and the legacy profile is for 2025-only servers.
+    skipped = by_status(rep, "skip")
+    assert set(skipped) == {"auth.per-request", "mrtr.tampered-state", "tasks.instances", "tasks.restart",
+                            "stdio.interleave", "stdio.cancel", "results.read-tools", "legacy.sessions",
+                            "legacy.history", "legacy.results", "legacy.restart", "legacy.stdio",
+                            "legacy.broken-stream"}
+    assert skipped["legacy.sessions"]["finding"] == "skipped: the legacy profile is for 2025-only servers"
+    assert "migrationPlan" not in rep
     assert rep["summary"]["seconds"] < 60
 
 
