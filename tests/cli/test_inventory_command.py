@@ -67,8 +67,8 @@ def test_a_gate_on_a_kind_the_transport_glue_stands_for_still_fails() -> None:
     assert _run(target, "--fail-on", "local-file-state").returncode == 0
     doc = json.loads(_run(target, "--json", "--kind", "transport-session-map").stdout)
     [f] = doc["findings"]
-    assert (f["line"], f["kind"], f["count"], f["lines"]) == (21, "transport-session-map", 10,
-                                                              [26, 28, 29, 32, 34, 38, 39, 51, 52])
+    assert (f["line"], f["kind"], f["count"], f["lines"]) == (21, "transport-session-map", 11,
+                                                              [26, 28, 29, 32, 34, 38, 39, 51, 52, 59])
     assert doc["summary"]["byKind"] == {"transport-session-map": 1}
 
 

@@ -22,8 +22,8 @@ TS = FIXTURES / "typescript" / "transport_glue.ts"
 PY = FIXTURES / "python" / "transport_glue_lowlevel.py"
 # (fixture, the map's line, the lines the group stands for, the application finding)
 GLUE = {
-    "ts": (TS, 21, [26, 28, 29, 32, 34, 38, 39, 51, 52], ("transport_glue.ts", 15, "module-state")),
-    "py": (PY, 14, [25, 27, 30, 37], ("transport_glue_lowlevel.py", 19, "module-state")),
+    "ts": (TS, 21, [26, 28, 29, 32, 34, 38, 39, 51, 52, 59], ("transport_glue.ts", 15, "module-state")),
+    "py": (PY, 14, [25, 27, 30, 37, 43], ("transport_glue_lowlevel.py", 19, "module-state")),
 }
 
 
@@ -33,7 +33,7 @@ def test_the_wiring_is_one_finding_with_its_count_and_lines_after_the_applicatio
     inv = inventory(case)
     [group] = [f for f in inv.findings if f.covers]
     assert (group.file, group.line, group.kind, group.step) == (case.name, line, TRANSPORT_GLUE, 7)
-    assert group.count == len(expected_glue(case)) == {"ts": 10, "py": 5}[which]
+    assert group.count == len(expected_glue(case)) == {"ts": 11, "py": 6}[which]
     assert group.lines == lines
     assert {(c.file, c.line, c.kind) for c in group.covers} == expected_glue(case)
     assert f"{group.count} findings of that wiring" in group.message
@@ -84,10 +84,10 @@ def test_a_comment_at_the_map_silences_the_group_and_one_at_a_line_drops_that_li
     silenced.write_text("".join([*lines[:20], "// mcp-stateless: ignore[transport-session-map]\n", *lines[20:]]))
     inv = inventory(silenced)
     assert {(f.line, f.kind) for f in inv.findings} == {(15, "module-state"), (51, "get-stream")}
-    one_less = tmp_path / "one_less.ts"  # the GET handler's header read (line 51) silenced: 9 left
+    one_less = tmp_path / "one_less.ts"  # the GET handler's header read (line 51) silenced: 10 left
     one_less.write_text("".join([*lines[:50], "  // mcp-stateless: ignore[session-id-read]\n", *lines[50:]]))
     [group] = [f for f in inventory(one_less).findings if f.covers]
-    assert (group.count, group.lines) == (9, [26, 28, 29, 32, 34, 38, 39, 53])
+    assert (group.count, group.lines) == (10, [26, 28, 29, 32, 34, 38, 39, 53, 60])
 
 
 def test_a_kind_filter_sees_the_group_through_the_kinds_it_stands_for() -> None:
