@@ -169,12 +169,13 @@ class _Analyzer:
 
     def _glue_anchor(self) -> None:
         """One finding at the declaration of the transport map(s), which the engine's fold makes the group."""
-        if self.wiring is None or not self.glue_maps:
+        wiring = self.wiring
+        if wiring is None or not self.glue_maps:
             return
-        maps = sorted(self.glue_maps, key=lambda m: self.wiring.maps[m].start_point if self.wiring else (0, 0))
+        maps = sorted(self.glue_maps, key=lambda m: (wiring.maps[m].start_point, m))
         names = ", ".join(f"`{m}`" for m in maps)
-        classes = ", ".join(f"`{c}`" for c in sorted(self.wiring.classes))
-        self.add(self.wiring.maps[maps[0]], TRANSPORT_GLUE,
+        classes = ", ".join(f"`{c}`" for c in sorted(wiring.classes))
+        self.add(wiring.maps[maps[0]], TRANSPORT_GLUE,
                  f"{names} {'keeps' if len(maps) == 1 else 'keep'} the SDK's {classes} of each session by its id")
 
     @property
