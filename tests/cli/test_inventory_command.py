@@ -59,6 +59,19 @@ def test_kind_filter_and_output_file(tmp_path: Path) -> None:
     assert [f["kind"] for f in json.loads(out.read_text())["findings"]] == ["server-request"]
 
 
+def test_a_gate_on_a_kind_the_transport_glue_stands_for_still_fails() -> None:
+    """The transports' session map is one grouped finding: `--fail-on session-keyed-state` must still see it."""
+    target = str(FIXTURES.parent / "typescript" / "transport_glue.ts")
+    assert _run(target, "--fail-on", "session-keyed-state").returncode == 1
+    assert _run(target, "--fail-on", "transport-session-map").returncode == 1
+    assert _run(target, "--fail-on", "local-file-state").returncode == 0
+    doc = json.loads(_run(target, "--json", "--kind", "transport-session-map").stdout)
+    [f] = doc["findings"]
+    assert (f["line"], f["kind"], f["count"], f["lines"]) == (21, "transport-session-map", 11,
+                                                              [26, 28, 29, 32, 34, 38, 39, 51, 52, 59])
+    assert doc["summary"]["byKind"] == {"transport-session-map": 1}
+
+
 def test_sarif_has_rules_results_and_fingerprints() -> None:
     r = _run(str(FIXTURES / "roots_kept_global.py"), "--sarif")
     assert r.returncode == 0, r.stderr

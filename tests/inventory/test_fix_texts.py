@@ -20,6 +20,8 @@ FIX_SOURCES = [SRC / "inventory" / "kinds.py", *sorted((SRC / "audit" / "checks"
 # In a text (not in code): `ctx.<attr>` and `<Class>.<method>(` of the authoring API
 CTX_ATTR = re.compile(r"`[^`]*?\bctx\.([A-Za-z_]\w*)(?:\.([A-Za-z_]\w*))?")
 CLASS_METHOD = re.compile(r"`(?:await )?([A-Z]\w*)\.([a-z_]\w*)\(")
+# `app.<method>(` of the `App` the reader serves (`app.asgi()`)
+APP_METHOD = re.compile(r"`[^`]*?\bapp\.([A-Za-z_]\w*)\(")
 
 
 def _texts() -> list[tuple[str, str]]:
@@ -65,6 +67,7 @@ def missing_apis(text: str) -> list[str]:
     for cls, method in CLASS_METHOD.findall(text):
         if cls in _handle_classes() and not hasattr(mcp_stateless.Handle, method):
             out.append(f"Handle.{method}")
+    out += [f"App.{method}" for method in APP_METHOD.findall(text) if not hasattr(mcp_stateless.App, method)]
     return out
 
 
@@ -77,3 +80,4 @@ def test_the_checker_finds_what_does_not_exist() -> None:
     assert missing_apis("Mint one (`ctx.handles.mint(...)`)") == ["ctx.handles.mint"]
     assert missing_apis("`ctx.sessions`, `await Cart.create(ctx)`") == ["ctx.sessions", "Handle.create"]
     assert missing_apis("`ctx.principal.id`, `ctx.client_capabilities`, `await Cart.mint(ctx, data)`") == []
+    assert missing_apis("mount `app.asgi()`, not `app.asgi_app()`") == ["App.asgi_app"]

@@ -13,6 +13,7 @@ from mcp_stateless.inventory import python_source
 from mcp_stateless.inventory.engine import inventory
 
 from .markers import expected as _expected
+from .markers import expected_glue, glued
 
 FIXTURES = Path(__file__).parent / "fixtures" / "python"
 CASES = sorted(p for p in FIXTURES.iterdir() if p.suffix == ".py" or p.is_dir())
@@ -20,8 +21,9 @@ CASES = sorted(p for p in FIXTURES.iterdir() if p.suffix == ".py" or p.is_dir())
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_fixture_findings_are_exactly_the_markers(case: Path) -> None:
-    found = {(f.file, f.line, f.kind) for f in inventory(case).findings}
-    assert found == _expected(case)
+    inv = inventory(case)
+    assert {(f.file, f.line, f.kind) for f in inv.findings} == _expected(case)
+    assert glued(inv) == expected_glue(case)
 
 
 def test_every_clean_fixture_is_clean_and_the_set_covers_the_python_kinds() -> None:
@@ -30,7 +32,7 @@ def test_every_clean_fixture_is_clean_and_the_set_covers_the_python_kinds() -> N
                      "client-answer-kept", "log-level-state", "resource-subscriptions", "unsolicited-notification",
                      "per-connection-registration", "get-stream", "event-replay", "process-secret", "module-state",
                      "stdout-write", "dependency-range", "lifespan-client-state", "connection-auth",
-                     "local-file-state"}
+                     "local-file-state", "transport-session-map"}
     assert [c.name for c in CASES if c.name.startswith("clean") and _expected(c)] == []
 
 

@@ -18,8 +18,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from . import npm_metadata, python_source
+from . import glue, npm_metadata, python_source
 from .finding import Finding, source_lines
+from .kinds import TRANSPORT_GLUE
 
 if TYPE_CHECKING:
     from . import typescript_source
@@ -490,12 +491,20 @@ def _inventory(root: str | Path, *, include_tests: bool, kinds: set[str] | None)
         shown = ", ".join(rels[:5]) + (f" and {len(rels) - 5} more" if len(rels) > 5 else "")
         result.notes.append(f"not read ({why}): {shown}")
     seen: set[tuple[str, int, str]] = set()
-    for f in sorted(found, key=lambda f: (f.file, f.line, f.column, f.kind)):
+    kept: list[Finding] = []
+    # of two findings of one line and kind, the ordinary one is kept: it stays in view, not folded into glue
+    for f in sorted(found, key=lambda f: (f.file, f.line, f.column, f.kind, f.transport_glue)):
         key = (f.file, f.line, f.kind)
-        if key in seen or _suppressed(per_file_lines.get(f.file, []), f):
-            continue
-        if kinds and f.kind not in kinds:
+        if key in seen:
             continue
         seen.add(key)
+        # a transport-glue anchor's suppression is judged on the grouped finding: it silences the whole group
+        if f.kind == TRANSPORT_GLUE or not _suppressed(per_file_lines.get(f.file, []), f):
+            kept.append(f)
+    for f in glue.fold(kept):
+        if f.covers and _suppressed(per_file_lines.get(f.file, []), f):
+            continue
+        if kinds and not glue.matches(f, kinds):
+            continue
         result.findings.append(f)
     return result

@@ -15,6 +15,22 @@ class Finding:
     kind: str  # a key of KINDS
     message: str  # what was found here, in one line, naming the code (e.g. "dict `sessions` keyed by session id")
     excerpt: str  # the source line(s), stripped; at most a few lines
+    # Set by an analyzer: this finding is part of its module's wiring of a 2025 SDK transport (a map of the
+    # transports by session id, its reads and deletes). The engine folds such findings into the module's one
+    # grouped finding of kind `transport-session-map` (see `glue.fold`); alone, it is an ordinary finding.
+    transport_glue: bool = False
+    # A grouped finding: the findings it stands for, in file order (empty for an ordinary finding).
+    covers: tuple[Finding, ...] = ()
+
+    @property
+    def count(self) -> int:
+        """How many findings a grouped finding stands for (an ordinary finding stands for itself)."""
+        return len(self.covers) or 1
+
+    @property
+    def lines(self) -> list[int]:
+        """The lines a grouped finding stands for (an ordinary finding's own line)."""
+        return sorted({c.line for c in self.covers}) if self.covers else [self.line]
 
     @property
     def rule(self) -> Kind:

@@ -31,6 +31,10 @@ STEP_TITLES: dict[int, str] = {
     9: "Authenticate every request",
 }
 
+# The one kind that groups other findings: a module's wiring of the 2025 SDK's transports (the analyzers mark its
+# findings, `glue.fold` makes them one finding per module, reported after the application's findings of its step).
+TRANSPORT_GLUE = "transport-session-map"
+
 _KINDS: tuple[Kind, ...] = (
     Kind("dependency-range", 1,
          "The declared MCP SDK range admits a major version the code was not written for",
@@ -101,6 +105,14 @@ _KINDS: tuple[Kind, ...] = (
          "on the MCP endpoint, or the HTTP+SSE transport",
          "Serve only POST on the modern endpoint (405 for GET and DELETE); move change events to "
          "`subscriptions/listen`, and server questions to MRTR."),
+    Kind(TRANSPORT_GLUE, 7,
+         "The 2025 SDK's transports kept per session: a map of transports by session id and the lookups that "
+         "route each request to its session's transport (one grouped finding per module)",
+         "Delete the map and its lookups: a 2026-07-28 request carries no session id, so one stateless handler "
+         "serves every request on any instance, with no transport per client (in mcp-stateless `app.asgi()` "
+         "mounted at the MCP path, or `mcp-stateless serve --http HOST:PORT`). What the application kept per "
+         "session goes behind a handle the client passes back (`await Cart.mint(ctx, data)`), its data in a "
+         "shared store."),
     Kind("event-replay", 8,
          "An event store or `Last-Event-ID` replay of a broken stream",
          "A dropped stream cancels its request: retry with a new request id when that is safe, and use an "

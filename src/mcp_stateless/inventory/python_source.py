@@ -8,8 +8,10 @@ decides); names are resolved through the file's imports, so `from mcp.server.fas
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass, field, replace
 
 from .finding import Finding, source_lines
+from .kinds import TRANSPORT_GLUE
 
 SERVER_REQUESTS = frozenset({"create_message", "elicit", "elicit_form", "elicit_url", "list_roots", "send_ping",
                              "sample"})
@@ -277,6 +279,84 @@ def _transport_names(tree: ast.Module, aliases: dict[str, str]) -> set[str]:
     return out
 
 
+# Transport glue (see glue.py): the SDK's 2025 transports, and the maps that keep them by session id.
+GLUE_CLASSES = (".SseServerTransport", ".StreamableHTTPServerTransport", ".StreamableHTTPSessionManager")
+_GLUE_MODULES = frozenset({"mcp", "mcp.server", "mcp.server.sse", "mcp.server.streamable_http",
+                           "mcp.server.streamable_http_manager"})  # an import through which they are named
+
+
+@dataclass
+class TransportWiring:
+    values: dict[str, set[str]] = field(default_factory=dict)  # `transport`, `self.transport` -> its classes
+    maps: dict[str, ast.AST] = field(default_factory=dict)  # `transports`, `self.transports` -> its declaration
+    classes: set[str] = field(default_factory=set)  # the SDK transport classes the maps hold
+
+
+def _glue_class(node: ast.AST | None, aliases: dict[str, str]) -> str:
+    """The SDK transport class an expression names through the imports (`SseServerTransport`), or ''."""
+    qualified = _qualified(node, aliases) if node is not None else ""
+    return qualified.rsplit(".", 1)[1] if qualified.startswith("mcp.") and qualified.endswith(GLUE_CLASSES) else ""
+
+
+def _annotated(annotation: ast.expr, aliases: dict[str, str]) -> tuple[set[str], bool]:
+    """(the transport classes a type annotation names, whether it holds them in a container): `T`, `T | None` and
+    `Optional[T]` are the value; `dict[str, T]` and the like a container of it."""
+    if cls := _glue_class(annotation, aliases):
+        return {cls}, False
+    if isinstance(annotation, ast.BinOp):  # `T | None`
+        parts = [_annotated(side, aliases) for side in (annotation.left, annotation.right)]
+        return set().union(*(c for c, _ in parts)), any(container for _, container in parts)
+    classes = {c for n in ast.walk(annotation) if (c := _glue_class(n, aliases))}
+    plain = isinstance(annotation, ast.Subscript) and _leaf(annotation.value) == "Optional"
+    return classes, bool(classes) and not plain
+
+
+def transport_wiring(tree: ast.Module, aliases: dict[str, str]) -> TransportWiring | None:
+    """The module's maps of SDK transports: a map a transport is stored in under a key (`transports[k] =
+    transport`, the value made by the SDK's class or declared as one), or one declared to hold them
+    (`transports: dict[str, StreamableHTTPServerTransport] = {}`). None when it keeps none."""
+    if not any(v.endswith(GLUE_CLASSES) or v in _GLUE_MODULES for v in aliases.values()):
+        return None
+    found = TransportWiring()
+    declarations: dict[str, ast.AST] = {}
+    stores: list[tuple[ast.AST, ast.expr, ast.expr]] = []  # (statement, map expression, value stored)
+
+    def declare(name: str, node: ast.AST, annotation: ast.expr | None, value: ast.expr | None) -> None:
+        declarations.setdefault(name, node)
+        classes, container = _annotated(annotation, aliases) if annotation is not None else (set(), False)
+        if not classes and isinstance(value, ast.Call) and (made := _glue_class(value.func, aliases)):
+            classes = {made}
+        if classes and container:
+            found.maps.setdefault(name, node)
+            found.classes |= classes
+        elif classes:
+            found.values.setdefault(name, set()).update(classes)
+
+    for cls in tree.body:  # a class attribute is read as `self.x`
+        for stmt in cls.body if isinstance(cls, ast.ClassDef) else []:
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                declare(f"self.{stmt.target.id}", stmt, stmt.annotation, stmt.value)
+    for node in _nodes(tree):
+        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Subscript):
+                    stores.append((node, t.value, node.value))
+                elif name := _dotted(t):
+                    declare(name, node, node.annotation if isinstance(node, ast.AnnAssign) else None, node.value)
+        elif isinstance(node, ast.AnnAssign) and (name := _dotted(node.target)):
+            declare(name, node, node.annotation, None)
+        elif isinstance(node, ast.arg) and node.annotation is not None:
+            declare(node.arg, node, node.annotation, None)
+    for node, target, value in stores:
+        made = _glue_class(value.func, aliases) if isinstance(value, ast.Call) else ""
+        held = found.values.get(_dotted(value), set())
+        if (made or held) and (name := _dotted(target)):
+            found.maps.setdefault(name, declarations.get(name, node))
+            found.classes |= {made} if made else held
+    return found if found.maps else None
+
+
 _ROUTES = frozenset({"starlette.routing.Route", "starlette.routing.Mount", "fastapi.routing.APIRoute"})
 _ROUTE_DECORATORS = frozenset({"get", "delete", "api_route", "route", "add_route", "add_api_route"})
 
@@ -378,10 +458,10 @@ def _not_stdio_branches(tree: ast.Module) -> set[int]:
     return ids
 
 
-def _finding(path: str, lines: list[str], node: ast.AST, kind: str, message: str) -> Finding:
+def _finding(path: str, lines: list[str], node: ast.AST, kind: str, message: str, glue: bool = False) -> Finding:
     line = getattr(node, "lineno", 1)
     excerpt = lines[line - 1].strip() if 0 < line <= len(lines) else ""
-    return Finding(path, line, getattr(node, "col_offset", 0) + 1, kind, message, excerpt)
+    return Finding(path, line, getattr(node, "col_offset", 0) + 1, kind, message, excerpt, transport_glue=glue)
 
 
 class _Visitor(ast.NodeVisitor):
@@ -416,9 +496,46 @@ class _Visitor(ast.NodeVisitor):
         self.answers: list[set[str]] = []  # per function: local names holding a client's answer
         self.handler_depth: list[bool] = []
         self.lifespans: set[str] = set()
+        self.wiring = transport_wiring(tree, self.aliases) if tree is not None else None
+        self.glue_maps: set[str] = set()  # the transport maps the findings marked as glue use
+        # per function: its session id reads (indices into found) and whether it uses a transport map
+        self.session_reads: list[list[int]] = []
+        self.uses_transport_map: list[bool] = []
 
-    def add(self, node: ast.AST, kind: str, message: str) -> None:
-        self.found.append(_finding(self.path, self.lines, node, kind, message))
+    def add(self, node: ast.AST, kind: str, message: str, glue: bool = False) -> None:
+        self.found.append(_finding(self.path, self.lines, node, kind, message, glue))
+
+    # -- transport glue (see glue.py) --------------------------------------------------------------------------
+    def _transport_map(self, node: ast.expr) -> bool:
+        """`node` is a map of the SDK's transports (and this function uses one: its session reads route to it)."""
+        name = _dotted(node)
+        if self.wiring is None or name not in self.wiring.maps:
+            return False
+        self.glue_maps.add(name)
+        if self.uses_transport_map:
+            self.uses_transport_map[-1] = True
+        return True
+
+    def _session_read(self, node: ast.AST, message: str, holder: ast.expr | None) -> None:
+        """A session-id-read: glue when it reads an SDK transport's own id (`transport.mcp_session_id`); a read of
+        the request's (`request.headers.get("mcp-session-id")`) is glue when its function uses a transport map."""
+        if self.wiring is not None and holder is not None and _dotted(holder) in self.wiring.values:
+            self.add(node, "session-id-read", message, glue=True)
+            return
+        if self.wiring is not None and self.session_reads:
+            self.session_reads[-1].append(len(self.found))
+        self.add(node, "session-id-read", message)
+
+    def glue_anchor(self) -> None:
+        """One finding at the declaration of the transport map(s), which the engine's fold makes the group."""
+        wiring = self.wiring
+        if wiring is None or not self.glue_maps:
+            return
+        maps = sorted(self.glue_maps, key=lambda m: (getattr(wiring.maps[m], "lineno", 0), m))
+        names = ", ".join(f"`{m}`" for m in maps)
+        classes = ", ".join(f"`{c}`" for c in sorted(wiring.classes))
+        self.add(wiring.maps[maps[0]], TRANSPORT_GLUE,
+                 f"{names} {'keeps' if len(maps) == 1 else 'keep'} the SDK's {classes} of each session by its id")
 
     # -- functions ---------------------------------------------------------------------------------------------
     def _serves_mcp(self, endpoint: ast.expr | ast.FunctionDef | ast.AsyncFunctionDef | None) -> bool:
@@ -486,11 +603,17 @@ class _Visitor(ast.NodeVisitor):
         self.globals.append(set())
         self.answers.append(set())
         self.handler_depth.append(handler)
+        self.session_reads.append([])
+        self.uses_transport_map.append(False)
         self.generic_visit(node)
         self.functions.pop()
         self.globals.pop()
         self.answers.pop()
         self.handler_depth.pop()
+        reads = self.session_reads.pop()
+        if self.uses_transport_map.pop():
+            for i in reads:
+                self.found[i] = replace(self.found[i], transport_glue=True)
 
     visit_FunctionDef = _visit_function
     visit_AsyncFunctionDef = _visit_function
@@ -632,7 +755,8 @@ class _Visitor(ast.NodeVisitor):
             if isinstance(target, ast.Name) and self._answer_call(value) and target.id not in self.globals[-1]:
                 self.answers[-1].add(target.id)
             if isinstance(target, ast.Subscript) and _is_session_key(target.slice):
-                self.add(node, "session-keyed-state", "state stored under the session as key")
+                self.add(node, "session-keyed-state", "state stored under the session as key",
+                         self._transport_map(target.value))
                 continue
             if isinstance(target, ast.Subscript) and (owned := self._class_state(target.value)):
                 self.add(node, "module-state", f"class-level `{owned}` written by a function")
@@ -657,7 +781,8 @@ class _Visitor(ast.NodeVisitor):
     def visit_Delete(self, node: ast.Delete) -> None:
         for target in node.targets:
             if isinstance(target, ast.Subscript) and _is_session_key(target.slice):
-                self.add(node, "session-keyed-state", "state removed under the session as key")
+                self.add(node, "session-keyed-state", "state removed under the session as key",
+                         self._transport_map(target.value))
             elif self._nonlocal_target(target):
                 self.add(node, "module-state", f"module-level `{self._nonlocal_target(target)}` written")
         self.generic_visit(node)
@@ -681,7 +806,8 @@ class _Visitor(ast.NodeVisitor):
                 if isinstance(base, ast.Name) and base.id in self.module_mutables and base.id not in _locals(
                         self.functions[-1]):
                     if node.args and _is_session_key(node.args[0]):
-                        self.add(node, "session-keyed-state", f"`{base.id}` keyed by the session")
+                        self.add(node, "session-keyed-state", f"`{base.id}` keyed by the session",
+                                 self._transport_map(base))
                     elif node.args and (_names(node.args[0]) & self.answers[-1] or self._answer_call(node.args[0])):
                         self.add(node, "client-answer-kept", f"a client's answer kept in `{base.id}`")
                     elif not self._starting():
@@ -695,7 +821,7 @@ class _Visitor(ast.NodeVisitor):
                     self.add(node, "module-state", f"{shared} mutated")
             elif leaf == "get" and node.args and isinstance(node.args[0], ast.Constant) and isinstance(
                     node.args[0].value, str) and node.args[0].value.lower() == "mcp-session-id":
-                self.add(node, "session-id-read", "reads the Mcp-Session-Id header")
+                self._session_read(node, "reads the Mcp-Session-Id header", None)
         self._stateful_http(node, func)
         self._file_write(node)
         self._route(node)
@@ -751,7 +877,7 @@ class _Visitor(ast.NodeVisitor):
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in {"session_id", "mcp_session_id"} and isinstance(node.ctx, ast.Load):
-            self.add(node, "session-id-read", f"reads `{_dotted(node)}`")
+            self._session_read(node, f"reads `{_dotted(node)}`", node.value)
         if node.attr == "last_event_id":
             self.add(node, "event-replay", "reads Last-Event-ID")
         self.generic_visit(node)
@@ -759,9 +885,9 @@ class _Visitor(ast.NodeVisitor):
     def visit_Subscript(self, node: ast.Subscript) -> None:
         if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str) and \
                 node.slice.value.lower() == "mcp-session-id":
-            self.add(node, "session-id-read", "reads the Mcp-Session-Id header")
+            self._session_read(node, "reads the Mcp-Session-Id header", None)
         if isinstance(node.ctx, ast.Load) and _is_session_key(node.slice) and self.functions:
-            self.add(node, "session-keyed-state", "state looked up by the session")
+            self.add(node, "session-keyed-state", "state looked up by the session", self._transport_map(node.value))
             self.visit(node.value)
             return
         self.generic_visit(node)
@@ -844,6 +970,7 @@ def analyze_tree(path: str, text: str, tree: ast.Module) -> list[Finding]:
         visitor = _Visitor(path, lines, _module_mutables(tree), _class_mutables(tree), aliases,
                            _stateful_fastmcp(tree, aliases), reachable_from_handlers(tree), tree)
         visitor.visit(tree)
+        visitor.glue_anchor()
         found = visitor.found
         if uses_stdio(tree):
             found += stdout_writes(path, lines, tree)

@@ -15,8 +15,9 @@ SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
 def _by_step(findings: list[Finding]) -> dict[int, list[Finding]]:
+    """The findings by step; within a step the application's findings first, then the grouped transport glue."""
     out: dict[int, list[Finding]] = {}
-    for f in sorted(findings, key=lambda f: (f.step, f.file, f.line)):
+    for f in sorted(findings, key=lambda f: (f.step, bool(f.covers), f.file, f.line)):
         out.setdefault(f.step, []).append(f)
     return out
 
@@ -31,6 +32,16 @@ def summary(inv: Inventory) -> dict[str, Any]:
     }
 
 
+def _json_finding(f: Finding) -> dict[str, Any]:
+    out: dict[str, Any] = {"file": f.file, "line": f.line, "column": f.column, "kind": f.kind, "step": f.step,
+                           "title": f.rule.title, "message": f.message, "excerpt": f.excerpt, "fix": f.fix}
+    if f.covers:  # a grouped finding: what it stands for, each with its own line, kind and code
+        out |= {"count": f.count, "lines": f.lines,
+                "covers": [{"line": c.line, "column": c.column, "kind": c.kind, "message": c.message,
+                            "excerpt": c.excerpt} for c in f.covers]}
+    return out
+
+
 def to_json(inv: Inventory) -> str:
     return json.dumps({
         "root": inv.root,
@@ -38,9 +49,7 @@ def to_json(inv: Inventory) -> str:
         "notes": inv.notes,
         "complete": not inv.not_analysed,
         "notAnalysed": inv.not_analysed,
-        "findings": [{"file": f.file, "line": f.line, "column": f.column, "kind": f.kind, "step": f.step,
-                      "title": f.rule.title, "message": f.message, "excerpt": f.excerpt, "fix": f.fix}
-                     for f in inv.findings],
+        "findings": [_json_finding(f) for f in inv.findings],
     }, indent=2)
 
 
@@ -81,6 +90,12 @@ def to_markdown(inv: Inventory) -> str:
     return "\n".join(out)
 
 
+def _sarif_location(f: Finding) -> dict[str, Any]:
+    return {"physicalLocation": {
+        "artifactLocation": {"uri": f.file, "uriBaseId": "SRCROOT"},
+        "region": {"startLine": f.line, "startColumn": f.column, "snippet": {"text": f.excerpt}}}}
+
+
 def to_sarif(inv: Inventory, version: str) -> str:
     kind_ids = sorted(KINDS)  # every finding's kind is one of them
     index = {k: i for i, k in enumerate(kind_ids)}
@@ -93,15 +108,17 @@ def to_sarif(inv: Inventory, version: str) -> str:
     results = []
     for f in inv.findings:
         digest = hashlib.sha256(f"{f.kind}\0{f.file}\0{f.excerpt}".encode()).hexdigest()[:32]
-        results.append({
+        result: dict[str, Any] = {
             "ruleId": f.kind, "ruleIndex": index[f.kind], "level": "warning",
             "message": {"text": f"{f.message}. Fix: {f.fix}"},
-            "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": f.file, "uriBaseId": "SRCROOT"},
-                "region": {"startLine": f.line, "startColumn": f.column, "snippet": {"text": f.excerpt}}}}],
+            "locations": [_sarif_location(f)],
             # Our own key: GitHub derives its primaryLocationLineHash itself and would misread one we computed.
             "partialFingerprints": {"mcpStatelessFinding/v1": digest},
-        })
+        }
+        if f.covers:  # a grouped finding: each line it stands for, as a related location
+            result["relatedLocations"] = [_sarif_location(c) | {"id": i, "message": {"text": f"{c.kind}: {c.message}"}}
+                                          for i, c in enumerate(f.covers)]
+        results.append(result)
     return json.dumps({
         "$schema": SARIF_SCHEMA, "version": "2.1.0",
         "runs": [{"tool": {"driver": {"name": "mcp-stateless inventory", "version": version,

@@ -39,6 +39,10 @@ class _Frame:
     request_scoped: set[str] = field(default_factory=set)  # a handler's parameters (`extra`, `{ sendNotification }`)
     fn: Node | None = None
     reached: bool = False  # a request runs this function (a handler, or what one calls)
+    # transport glue: the session id reads of this function (indices into the analyzer's findings), folded into
+    # the transport wiring when the function also looks up a map of SDK transports (it routes to the transport)
+    session_reads: list[int] = field(default_factory=list)
+    uses_transport_map: bool = False
 
 
 @dataclass

@@ -13,14 +13,19 @@ points at the line whose code does the thing. No input makes it raise: a file th
 analysed in the parts tree-sitter recovers.
 
 `typescript_parse` reads the files (grammars, node helpers, imports, the SDK names recognised), `typescript_reach`
-finds the code a request runs; this module holds the visitor that reports, and the entry points.
+finds the code a request runs, `typescript_glue` the file's maps of SDK transports (whose findings it marks as
+transport glue, see `glue`); this module holds the visitor that reports, and the entry points.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tree_sitter import Node
 
+from . import typescript_glue
 from .finding import Finding
+from .kinds import TRANSPORT_GLUE
 from .typescript_parse import (
     _MAX_DEPTH,
     ALWAYS_UNSOLICITED,
@@ -120,6 +125,8 @@ class _Analyzer:
         self._args_cache: dict[tuple[int, int], set[str]] = {}
         self.stdio = stdio
         self.pre = _prepass(src, root)
+        self.wiring = typescript_glue.wiring(src, root)
+        self.glue_maps: set[str] = set()  # the transport maps the findings marked as glue use
         self.frames: list[_Frame] = []
         self.cap_conditions = 0
         self.found: list[Finding] = []
@@ -129,14 +136,47 @@ class _Analyzer:
             self.visit(self.root)
         except RecursionError:
             return []
+        self._glue_anchor()
         return self.found
 
     # -- helpers -----------------------------------------------------------------------------------------------
-    def add(self, node: Node, kind: str, message: str) -> None:
+    def add(self, node: Node, kind: str, message: str, glue: bool = False) -> None:
         row, col = node.start_point
         lines = self.src.lines
         excerpt = lines[row].strip() if 0 <= row < len(lines) else ""
-        self.found.append(Finding(self.src.path, row + 1, col + 1, kind, message, excerpt[:300]))
+        self.found.append(Finding(self.src.path, row + 1, col + 1, kind, message, excerpt[:300],
+                                  transport_glue=glue))
+
+    # -- transport glue (see glue.py) --------------------------------------------------------------------------
+    def _transport_map(self, node: Node | None) -> bool:
+        """`node` is a map of the SDK's transports (and this function uses one: its session reads route to it)."""
+        if self.wiring is None or node is None or _text(node) not in self.wiring.maps:
+            return False
+        self.glue_maps.add(_text(node))
+        if self.frames:
+            self.frames[-1].uses_transport_map = True
+        return True
+
+    def _session_read(self, node: Node, message: str, holder: Node | None) -> None:
+        """A session-id-read: glue when it reads an SDK transport's own id (`transport.sessionId`); a read of the
+        request's session id (`req.headers["mcp-session-id"]`) is glue when its function looks up a transport map."""
+        if self.wiring is not None and holder is not None and _text(holder) in self.wiring.values:
+            self.add(node, "session-id-read", message, glue=True)
+            return
+        if self.wiring is not None and self.frames:
+            self.frames[-1].session_reads.append(len(self.found))
+        self.add(node, "session-id-read", message)
+
+    def _glue_anchor(self) -> None:
+        """One finding at the declaration of the transport map(s), which the engine's fold makes the group."""
+        wiring = self.wiring
+        if wiring is None or not self.glue_maps:
+            return
+        maps = sorted(self.glue_maps, key=lambda m: (wiring.maps[m].start_point, m))
+        names = ", ".join(f"`{m}`" for m in maps)
+        classes = ", ".join(f"`{c}`" for c in sorted(wiring.classes))
+        self.add(wiring.maps[maps[0]], TRANSPORT_GLUE,
+                 f"{names} {'keeps' if len(maps) == 1 else 'keep'} the SDK's {classes} of each session by its id")
 
     @property
     def frame(self) -> _Frame | None:
@@ -263,6 +303,9 @@ class _Analyzer:
                 self.visit(child, depth + 1)
         self.cap_conditions = saved
         self.frames.pop()
+        if frame.uses_transport_map:
+            for i in frame.session_reads:
+                self.found[i] = replace(self.found[i], transport_glue=True)
 
     def _if(self, node: Node, depth: int) -> None:
         condition = node.child_by_field_name("condition")
@@ -312,7 +355,7 @@ class _Analyzer:
                         frame.caps.add(_text(p))
                 if p.type == "shorthand_property_identifier_pattern" and _text(p) == "sessionId":
                     frame.sessions.add("sessionId")
-                    self.add(p, "session-id-read", "destructures `sessionId`")
+                    self._session_read(p, "destructures `sessionId`", value)
 
     def _secret(self, node: Node, value: Node) -> None:
         inner = value
@@ -370,7 +413,8 @@ class _Analyzer:
             owner = self._module_name(base, self.pre.module_lets | self.pre.module_containers)
             if left.type == "subscript_expression" and self._session_key(left.child_by_field_name("index")) and (
                     owner or self._outer(base) or self._outer(left.child_by_field_name("object"))):
-                self.add(node, "session-keyed-state", "state stored under the session id as key")
+                self.add(node, "session-keyed-state", "state stored under the session id as key",
+                         self._transport_map(left.child_by_field_name("object")))
                 return
             written = owner
         if not written:
@@ -424,7 +468,7 @@ class _Analyzer:
     def _on_subscript_expression(self, node: Node) -> None:
         key = (_string_value(node.child_by_field_name("index")) or "").lower()
         if key == "mcp-session-id":
-            self.add(node, "session-id-read", "reads the Mcp-Session-Id header")
+            self._session_read(node, "reads the Mcp-Session-Id header", None)
         elif key == "last-event-id":
             self.add(node, "event-replay", "reads Last-Event-ID to replay a broken stream")
         parent = node.parent
@@ -433,7 +477,7 @@ class _Analyzer:
         obj = node.child_by_field_name("object")
         if not is_target and self.frames and self._session_key(node.child_by_field_name("index")) and (
                 self._module_name(obj, self.pre.module_lets | self.pre.module_containers) or self._outer(obj)):
-            self.add(node, "session-keyed-state", "state looked up by the session id")
+            self.add(node, "session-keyed-state", "state looked up by the session id", self._transport_map(obj))
 
     def _on_member_expression(self, node: Node) -> None:
         if _leaf(node) not in {"sessionId", "mcpSessionId"}:
@@ -443,7 +487,7 @@ class _Analyzer:
             return
         if parent is not None and parent.type == "call_expression" and parent.child_by_field_name("function") == node:
             return
-        self.add(node, "session-id-read", f"reads `{_text(node)}`")
+        self._session_read(node, f"reads `{_text(node)}`", node.child_by_field_name("object"))
 
     def _on_pair(self, node: Node) -> None:
         key = _leaf(node.child_by_field_name("key"))
@@ -451,8 +495,11 @@ class _Analyzer:
         if key == "eventStore" and value is not None and _text(value) not in {"undefined", "null"}:
             self.add(node, "event-replay", "an event store replays broken streams (Last-Event-ID)")
         elif key == "sessionIdGenerator" and value is not None and _text(value) not in {"undefined", "null"}:
+            # glue in a module that keeps its transports by session id: the option of an SDK transport made there
+            made = node.parent.parent.parent if node.parent is not None and node.parent.parent is not None else None
             self.add(node, "session-id-read", "`sessionIdGenerator`: the transport issues an Mcp-Session-Id and "
-                                              "requires it on every later request")
+                                              "requires it on every later request",
+                     self.wiring is not None and typescript_glue.constructs_transport(self.src, made))
 
     def _on_shorthand_property_identifier(self, node: Node) -> None:
         if _text(node) == "eventStore":
@@ -525,7 +572,7 @@ class _Analyzer:
         elif leaf in {"get", "header", "getHeader"} and first is not None:
             header = (_string_value(first) or "").lower()
             if header == "mcp-session-id":
-                self.add(node, "session-id-read", "reads the Mcp-Session-Id header")
+                self._session_read(node, "reads the Mcp-Session-Id header", None)
             elif header == "last-event-id":
                 self.add(node, "event-replay", "reads Last-Event-ID to replay a broken stream")
         # `all` and `use` route every method to the handler, GET included.
@@ -620,8 +667,9 @@ class _Analyzer:
     def _container_call(self, node: Node, leaf: str, recv: Node, args: list[Node]) -> None:
         owner = self._module_name(recv, self.pre.module_containers | self.pre.module_lets)
         keyed = bool(args) and self._session_key(args[0])
+        glue = self._transport_map(recv)
         if keyed and (owner or self._outer(recv)):
-            self.add(node, "session-keyed-state", f"`{_text(recv)}` keyed by the session id")
+            self.add(node, "session-keyed-state", f"`{_text(recv)}` keyed by the session id", glue)
         elif owner and leaf in MUTATORS:
             if any(self._answer(a) for a in args):
                 self.add(node, "client-answer-kept", f"a client's answer kept in module-level `{owner}`")

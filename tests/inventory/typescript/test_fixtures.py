@@ -13,7 +13,7 @@ from mcp_stateless.inventory import typescript_source
 from mcp_stateless.inventory.engine import JS_SUFFIXES, inventory
 from mcp_stateless.inventory.npm_metadata import admits_major
 
-from ..markers import expected
+from ..markers import expected, expected_glue, glued
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "typescript"
 CASES = sorted(p for p in FIXTURES.iterdir() if p.suffix in JS_SUFFIXES or p.is_dir())
@@ -30,6 +30,7 @@ def test_fixture_findings_are_exactly_the_markers(case: Path) -> None:
     inv = inventory(case)
     assert inv.notes == []
     assert {(f.file, f.line, f.kind) for f in inv.findings} == _expected(case)
+    assert glued(inv) == expected_glue(case)
 
 
 def test_the_set_covers_every_kind_with_a_typescript_shape_and_the_clean_ones_are_clean() -> None:
@@ -37,7 +38,8 @@ def test_the_set_covers_every_kind_with_a_typescript_shape_and_the_clean_ones_ar
     assert kinds == {"session-keyed-state", "session-id-read", "initialize-state", "server-request",
                      "client-answer-kept", "log-level-state", "resource-subscriptions", "unsolicited-notification",
                      "per-connection-registration", "get-stream", "event-replay", "process-secret", "module-state",
-                     "stdout-write", "dependency-range", "connection-auth", "local-file-state"}
+                     "stdout-write", "dependency-range", "connection-auth", "local-file-state",
+                     "transport-session-map"}
     clean = [c for c in CASES if c.name.startswith("clean") or c.name == "deps_bounded"]
     assert len(clean) == 9
     assert [c.name for c in clean if _expected(c) or inventory(c).findings] == []
