@@ -9,6 +9,7 @@
 #   .cache/venv-fastmcp-4.1.6/ fastmcp, for the audit's broken fastmcp server (tests/audit/servers)
 #   .cache/inventory-servers/  published servers, pinned and unpacked, inventoried by tests/inventory
 #   .cache/venv-mcp-server-time-2025.9.25/  a published 2025-era server for tests/bridge
+#   .cache/venv-mcp-proxy-0.8.2/            a published 2025-era Streamable HTTP server for tests/audit
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -73,6 +74,18 @@ then
     "$venv/bin/pip" install -q mcp-server-time==2025.9.25 mcp==1.30.0
 fi
 echo "mcp-server-time 2025.9.25: present"
+
+# A published 2025-era Python server over Streamable HTTP for tests/audit (the legacy profile): mcp-proxy serves
+# a stdio server (mcp-server-time above) over HTTP, sessionful by default or with --stateless.
+step "mcp-proxy 0.8.2 (mcp 1.30.0) in .cache/venv-mcp-proxy-0.8.2"
+venv=.cache/venv-mcp-proxy-0.8.2
+if ! "$venv/bin/python" -c "import importlib.metadata as m; assert m.version('mcp-proxy') == '0.8.2' \
+        and m.version('mcp') == '1.30.0'" 2>/dev/null
+then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q mcp-proxy==0.8.2 mcp==1.30.0
+fi
+echo "mcp-proxy 0.8.2: present"
 
 step "Published MCP servers for tests/inventory (.cache/inventory-servers)"
 bash scripts/inventory-servers.sh 2>&1 | grep -v "^WARNING: Location"

@@ -2,7 +2,8 @@
 sessions) and the migration plan. Fixtures keep a counter per session, per process, or in a shared SQLite file
 (the clean counterpart); the published servers are the ones scripts/setup.sh installs: the reference everything
 server over Streamable HTTP (its sessions live in one process: the true failure), the reference filesystem
-server and mcp-server-time over stdio (nothing kept: clean)."""
+server and mcp-server-time over stdio (nothing kept: clean), and mcp-proxy serving mcp-server-time over
+Streamable HTTP (sessionful by default: the true failure; `--stateless`: clean)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ SDK1_PY = ROOT / ".cache" / "venv-mcp-1.30.0" / "bin" / "python"
 EVERYTHING = ROOT / "tools/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 FILESYSTEM = ROOT / "tools/node/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
 TIME = ROOT / ".cache" / "venv-mcp-server-time-2025.9.25" / "bin" / "mcp-server-time"
+PROXY = ROOT / ".cache" / "venv-mcp-proxy-0.8.2" / "bin" / "mcp-proxy"
+CONVERT = 'convert_time={"source_timezone": "UTC", "time": "12:00", "target_timezone": "Europe/Paris"}'
 LEGACY_CHECKS = {"legacy.sessions", "legacy.history", "legacy.results", "legacy.restart", "legacy.stdio",
                  "legacy.broken-stream"}
 
@@ -172,8 +175,7 @@ def test_the_published_filesystem_and_time_servers_over_stdio_keep_nothing(tmp_p
     assert by_status(rep, "pass")["legacy.results"]["finding"].startswith(
         "list_allowed_directories answer the same in new processes")
     assert _plan(rep) == [1, 2, 3, 6]  # it declares tools.listChanged (the SDK's default for McpServer)
-    convert = 'convert_time={"source_timezone": "UTC", "time": "12:00", "target_timezone": "Europe/Paris"}'
-    rc, rep, _ = audit(["--stdio", str(TIME), "--read-tool", convert], tmp_path)
+    rc, rep, _ = audit(["--stdio", str(TIME), "--read-tool", CONVERT], tmp_path)
     assert rc == 1 and rep["target"]["serverInfo"]["name"] == "mcp-time"
     assert _legacy(rep) == {"era": "fail", "legacy.sessions": "skip", "legacy.history": "skip",
                             "legacy.results": "pass", "legacy.restart": "skip", "legacy.stdio": "pass",
@@ -213,3 +215,33 @@ def test_a_2025_server_that_asks_anyway_is_declined_and_deletes_nothing(transpor
                 "to call it)"} in rep["tools"]["skipped"]
     assert answers["sampling refused (a JSON-RPC error)"] == heard.count(refused)
     assert rc == 1 and _legacy(rep)["legacy.history"] == "pass"
+
+
+@pytest.mark.parametrize("stateless", [False, True])
+def test_the_published_mcp_proxy_over_http_keeps_sessions_unless_stateless(stateless: bool, tmp_path: Path) -> None:
+    """mcp-proxy 0.8.2 (Python SDK 1.x, Starlette) serving mcp-server-time 2025.9.25 over Streamable HTTP at
+    /mcp/, two instances: by default its StreamableHTTPSessionManager keeps sessions in one process; with
+    --stateless it mints none, and every legacy check passes."""
+    need(PROXY, "mcp-proxy 0.8.2 (scripts/setup.sh)")
+    need(TIME, "mcp-server-time 2025.9.25 (scripts/setup.sh)")
+    flag = " --stateless" if stateless else ""
+    rc, rep, _ = audit(["--launch", f"{PROXY}{flag} --host 127.0.0.1 --port {{port}} {TIME}", "--path", "/mcp/",
+                        "--instances", "2", "--read-tool", CONVERT], tmp_path)
+    assert rc == 1 and rep["target"]["serverInfo"]["name"] == "mcp-time"
+    results = by_status(rep, "pass")["legacy.results"]["finding"]
+    assert results.startswith(f"{CONVERT.replace(' ', '').replace('=', ' ', 1)} answer the same in new sessions on "
+                              "all 2 instance(s) and after a restart of every instance"), results
+    if stateless:
+        assert _legacy(rep) == {"era": "fail", "legacy.sessions": "pass", "legacy.history": "skip",
+                                "legacy.results": "pass", "legacy.restart": "pass", "legacy.stdio": "skip",
+                                "legacy.broken-stream": "pass"}
+        assert _plan(rep) == [1, 2, 3]
+        return
+    assert _legacy(rep) == {"era": "fail", "legacy.sessions": "fail", "legacy.history": "skip",
+                            "legacy.results": "pass", "legacy.restart": "fail", "legacy.stdio": "skip",
+                            "legacy.broken-stream": "pass"}
+    assert by_status(rep, "fail")["legacy.sessions"]["finding"].startswith(
+        "a 2025 session opened on instance 1 is unknown to the others: instance 2 answers HTTP 404 without a "
+        "JSON-RPC response")
+    assert _plan(rep) == [1, 2, 3, 4, 7]
+    assert rep["migrationPlan"][3]["checks"] == ["legacy.sessions", "legacy.restart"]

@@ -241,8 +241,8 @@ async def results(ctx: Context) -> Outcome:
                                "and any instance may answer it, so this answer would change under the client",
                        evidence, FIX_RESULTS)
     fresh = "in new processes" if t.kind == "stdio" else f"in new sessions on all {t.instances} instance(s)"
-    return Outcome("pass", f"{checked} answer the same {fresh} and in the session that called {did}{restarted}"
-                           f"{note}", evidence[:2])
+    after_calls = f" and in the session that called {did}" if writers else ""
+    return Outcome("pass", f"{checked} answer the same {fresh}{after_calls}{restarted}{note}", evidence[:2])
 
 
 async def broken(ctx: Context) -> Outcome:
