@@ -253,6 +253,28 @@ def test_serve_stdio_round_trip() -> None:
     assert [t["name"] for t in out[1]["result"]["tools"]] == ["echo", "add"]
 
 
+def test_serve_stdio_ends_on_sigterm_like_on_eof(tmp_path: Path) -> None:
+    """A stdio host stops its server with SIGTERM (the SDKs' clients do, after closing stdin, or at once): the
+    server ends as on EOF — its lifespan's exit runs, the status is 0 — instead of dying mid-flight."""
+    log = tmp_path / "lifespan.log"
+    proc = subprocess.Popen([CLI, "serve", "tests/apps/lifespan_app.py:app", "--stdio"], cwd=ROOT,
+                            env={**env(), "LIFESPAN_LOG": str(log)}, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(orjson.dumps(body(1, "tools/call", {"name": "whoami", "arguments": {}})) + b"\n")
+        proc.stdin.flush()
+        reply = orjson.loads(proc.stdout.readline())
+        assert reply["result"]["content"] == [{"type": "text", "text": f"{proc.pid}:1"}]
+        proc.send_signal(signal.SIGTERM)  # stdin still open
+        assert proc.wait(10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+    assert log.read_text().splitlines() == [f"enter {proc.pid}", f"exit {proc.pid}"]
+
+
 def test_serve_stdio_reads_requests_from_a_file(tmp_path: Path) -> None:
     f = tmp_path / "requests.jsonl"
     f.write_bytes(orjson.dumps(body(1, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}})) + b"\n")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import socket
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -271,7 +272,7 @@ def parse_hostport(value: str, flag: str = "--http") -> tuple[str, int]:
 
 
 def serve(config: ServeConfig) -> int:
-    """Serve until stdin ends (stdio) or SIGINT/SIGTERM (HTTP); the exit status."""
+    """Serve until stdin ends or SIGTERM (stdio), or SIGINT/SIGTERM (HTTP); the exit status."""
     if config.transport == "stdio":
         from ..transports.stdio import protect_stdout, serve_stdio
 
@@ -281,8 +282,11 @@ def serve(config: ServeConfig) -> int:
 
         legacy = legacy_branch(app, config.legacy)
         _observe(config, app, legacy)
+        # SIGTERM ends the serve as stdin's EOF does (the lifespan's exit runs, running requests get the
+        # drain): stdio hosts send it to stop a server, often with stdin still open.
         return serve_stdio(app, out_fd, legacy=legacy, tool_threads=config.tool_threads,
-                           max_inflight=config.max_inflight, legacy_until=_retirement(config))
+                           max_inflight=config.max_inflight, legacy_until=_retirement(config),
+                           stop_signals=(signal.SIGTERM,))
     app = open_app(config)  # fail fast on a bad APP, even with several workers
     check_port_free(config.host, config.port)
     from ..transports import serve_http
