@@ -7,6 +7,7 @@ Streamable HTTP (sessionful by default: the true failure; `--stateless`: clean).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -245,3 +246,26 @@ def test_the_published_mcp_proxy_over_http_keeps_sessions_unless_stateless(state
         "JSON-RPC response")
     assert _plan(rep) == [1, 2, 3, 4, 7]
     assert rep["migrationPlan"][3]["checks"] == ["legacy.sessions", "legacy.restart"]
+
+
+@pytest.mark.parametrize("mode", ["global", "context"])
+def test_a_call_kept_in_a_process_global_answers_another_when_interleaved(mode: str, tmp_path: Path) -> None:
+    """tests/audit/servers/legacy_current_call.py: `red` and `blue` answer the name of the call being served,
+    kept in a module global (two interleaved calls on one process answer each other's) or, the clean
+    counterpart, in a context variable."""
+    rc, rep, _ = audit(["--stdio", f"{sys.executable} {SERVERS / 'legacy_current_call.py'} {mode}"], tmp_path)
+    assert rc == 1
+    status = _legacy(rep)
+    assert {k: status[k] for k in ("legacy.history", "legacy.results", "legacy.broken-stream")} == {
+        "legacy.history": "pass", "legacy.results": "pass", "legacy.broken-stream": "pass"}
+    if mode == "context":
+        assert status["legacy.stdio"] == "pass"
+        assert by_status(rep, "pass")["legacy.stdio"]["finding"] == \
+            "4 requests interleaved on one process answered as when sent alone"
+        assert _plan(rep) == [1, 2, 3]
+        return
+    assert status["legacy.stdio"] == "fail"
+    assert by_status(rep, "fail")["legacy.stdio"]["finding"].startswith(
+        "requests interleaved on one process were not answered as when sent alone: red: alone red, interleaved "
+        "blue")
+    assert _plan(rep) == [1, 2, 3, 4] and rep["migrationPlan"][3]["checks"] == ["legacy.stdio"]
