@@ -269,3 +269,25 @@ def test_a_call_kept_in_a_process_global_answers_another_when_interleaved(mode: 
         "requests interleaved on one process were not answered as when sent alone: red: alone red, interleaved "
         "blue")
     assert _plan(rep) == [1, 2, 3, 4] and rep["migrationPlan"][3]["checks"] == ["legacy.stdio"]
+
+
+@pytest.mark.parametrize("mode", ["leaky", "tidy"])
+def test_a_session_left_busy_by_a_dropped_stream_fails_broken_stream(mode: str, tmp_path: Path) -> None:
+    """tests/audit/servers/legacy_busy_session.py serves one request at a time per session; in `leaky` mode a
+    dropped response stream leaves the session marked busy, so its next request is refused (409)."""
+    need(SDK1_PY, "the 2025-era SDK venv (mcp==1.30.0, for its uvicorn)")
+    rc, rep, _ = audit(["--launch", f"{SDK1_PY} {SERVERS / 'legacy_busy_session.py'} {mode} {{port}}",
+                        "--instances", "2"], tmp_path)
+    assert rc == 1
+    if mode == "tidy":
+        assert _legacy(rep)["legacy.broken-stream"] == "pass"
+        assert 8 not in _plan(rep)
+        return
+    assert _legacy(rep)["legacy.broken-stream"] == "fail"
+    assert by_status(rep, "fail")["legacy.broken-stream"]["finding"] == (
+        "after a dropped response stream, the session's next request got error -32000 'session busy' (HTTP 409)")
+    assert _plan(rep) == [1, 2, 3, 4, 7, 8]
+    assert rep["migrationPlan"][-1] == {
+        "step": 8, "title": "Revisit failure behaviour", "checks": ["legacy.broken-stream"],
+        "why": ["legacy.broken-stream: after a dropped response stream, the session's next request got error "
+                "-32000 'session busy' (HTTP 409)"]}
