@@ -10,10 +10,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 from auditlib import INTEROP, NODE, ROOT, audit, by_status
 
+from mcp_stateless.audit import to_markdown
 from services import need
 
 # Every test here starts a process (a server, a client, a tool): the fast lane leaves them out.
@@ -53,7 +55,7 @@ def _counters(mode: str, tmp: Path) -> list[str]:
 
 
 def test_a_counter_kept_per_session_fails_sessions_results_and_restart(tmp_path: Path) -> None:
-    rc, rep, _ = audit(_counters("session", tmp_path), tmp_path)
+    rc, rep, junit = audit(_counters("session", tmp_path), tmp_path)
     assert rc == 1 and rep["target"]["era"] == "legacy"
     assert _legacy(rep) == {"era": "fail", "legacy.sessions": "fail", "legacy.history": "pass",
                             "legacy.results": "fail", "legacy.restart": "fail", "legacy.stdio": "skip",
@@ -72,16 +74,28 @@ def test_a_counter_kept_per_session_fails_sessions_results_and_restart(tmp_path:
     assert step4["title"] == "Remove hidden protocol state"
     assert step4["checks"] == ["legacy.sessions", "legacy.results", "legacy.restart"]
     _modern_skipped(rep)
+    # the plan in the other formats: Markdown bullets keep the step numbers (an ordered list renumbers from 1)
+    md = to_markdown(rep)
+    assert "#### Migration plan" in md and "- **Step 7. Update Streamable HTTP routing**: " in md
+    props = {p.get("name"): p.get("value") for p in ElementTree.parse(junit).iter("property")}
+    assert props["plan.step7"].startswith("Update Streamable HTTP routing: its sessions keep a standalone GET")
+    assert [k for k in props if k.startswith("plan.")] == ["plan.step1", "plan.step2", "plan.step3", "plan.step4",
+                                                            "plan.step7"]
 
 
 def test_a_counter_kept_per_process_differs_by_instance_and_after_a_restart(tmp_path: Path) -> None:
     rc, rep, _ = audit(_counters("process", tmp_path), tmp_path)
     assert rc == 1
-    assert _legacy(rep)["legacy.results"] == "fail"
+    assert _legacy(rep)["legacy.results"] == "fail" and _legacy(rep)["legacy.history"] == "fail"
+    # its resource is named after its process: a difference before any call, not one the calls made
+    assert by_status(rep, "fail")["legacy.history"]["finding"].startswith(
+        "lists depend on the session, the process or the instance (calling bump, count in one session): "
+        "resources/list differs by instance before any call: compared with instance 1, instance 2 also lists "
+        "['counter://process-")
     finding = by_status(rep, "fail")["legacy.results"]["finding"]
     # legacy.history called bump once on instance 1 before this check, then this check called it again there
-    assert 'before anything was called, count answers {"result":"1"} on instance 1; {"result":"0"} on instance 2' \
-        in finding
+    assert ('before this check called anything, count answers {"result":"1"} on instance 1; {"result":"0"} on '
+            "instance 2") in finding
     assert ('after calling bump in one session, count answers {"result":"2"} on instance 1; {"result":"0"} on '
             "instance 2 (state kept by the process)") in finding
     assert ('a restart of every instance changed what count answers (instance 1: {"result":"2"} before, '
@@ -119,8 +133,8 @@ def test_the_legacy_sdk_servers_process_wide_toggle_is_found(transport: str, tmp
         assert _legacy(rep) == {"era": "fail", "legacy.sessions": "fail", "legacy.history": "fail",
                                 "legacy.results": "skip", "legacy.restart": "fail", "legacy.stdio": "skip",
                                 "legacy.broken-stream": "pass"}
-        assert ("tools/list (kept by the process): compared with the session that made the calls, a new session "
-                "on instance 2 lacks ['extra']") in history
+        assert ("tools/list (kept by the process): the calls changed it on instance 1, not elsewhere: compared "
+                "with the session that made the calls, a new session on instance 2 lacks ['extra']") in history
         assert _plan(rep) == [1, 2, 3, 4, 6, 7]
     else:
         assert _legacy(rep) == {"era": "fail", "legacy.sessions": "skip", "legacy.history": "fail",

@@ -71,6 +71,7 @@ class Profile:
     task_tool: tuple[str, dict[str, Any]] | None = None  # a call that became a task
     # A 2025-only server over HTTP: whether its initialize minted an Mcp-Session-Id (None: not probed).
     legacy_sessions: bool | None = None
+    legacy_get_stream: bool = False  # … and whether its session answered a GET with a standalone SSE stream
     # What a bridge fronts, from its Server Card (`_meta["dev.mcp-stateless/bridge"]`); None: not a bridge.
     fronts: dict[str, Any] | None = None
 

@@ -12,13 +12,14 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+import orjson
+
 from ..client.channels import StdioChannel
 from ..client.http11 import HttpError, HttpUrl, Pool, bounded
 from ..protocol.errors import METHOD_NOT_FOUND
 from ..protocol.sse import iter_messages
 from ..protocol.versions import LEGACY_VERSIONS
 from .engine import Context
-from .ledger import answer_kind
 from .targets import HttpTarget, Lane
 from .targets.base import BODY_MAX, TOO_LARGE
 from .targets.http import http_exchange
@@ -30,21 +31,21 @@ LEGACY = LEGACY_VERSIONS[0]
 SAMPLING_REFUSED = "sampling refused (a JSON-RPC error)"
 
 
-def refusal(asked: Message) -> Message:
-    """The auditor's answer to a request a 2025 server sent it: an elicitation declined, sampling refused
-    (an error: 2025 sampling has no refusal result, and a made-up model answer could be acted on), no roots,
-    a ping answered, anything else not offered."""
+def refusal(asked: Message) -> tuple[str, Message]:
+    """The auditor's answer to a request a 2025 server sent it, and its kind for the report: an elicitation
+    declined, sampling refused (an error: 2025 sampling has no refusal result, and a made-up model answer could
+    be acted on), roots refused as not offered (no roots capability was declared), a ping answered, anything
+    else not offered."""
     method, id_ = asked.get("method"), asked.get("id")
     if method == "elicitation/create":
-        return {"jsonrpc": "2.0", "id": id_, "result": {"action": "decline"}}
-    if method == "roots/list":
-        return {"jsonrpc": "2.0", "id": id_, "result": {"roots": []}}
+        return "elicitation decline", {"jsonrpc": "2.0", "id": id_, "result": {"action": "decline"}}
     if method == "ping":
-        return {"jsonrpc": "2.0", "id": id_, "result": {}}
+        return "ping", {"jsonrpc": "2.0", "id": id_, "result": {}}
     if method == "sampling/createMessage":
-        return {"jsonrpc": "2.0", "id": id_, "error": {"code": -1, "message": "declined: the mcp-stateless auditor "
-                                                                               "never answers for a model"}}
-    return {"jsonrpc": "2.0", "id": id_, "error": {"code": METHOD_NOT_FOUND, "message": f"{method} not offered"}}
+        return SAMPLING_REFUSED, {"jsonrpc": "2.0", "id": id_, "error": {
+            "code": -1, "message": "declined: the mcp-stateless auditor never answers for a model"}}
+    return f"{method} refused", {"jsonrpc": "2.0", "id": id_, "error": {
+        "code": METHOD_NOT_FOUND, "message": f"{method} not offered: the auditor declared no capability for it"}}
 
 
 def initialize_request() -> Message:
@@ -60,7 +61,7 @@ def tool_call(name: str, arguments: dict[str, Any] | None = None) -> Message:
     return request("tools/call", {"name": name, "arguments": dict(arguments or {})})
 
 
-class LegacySession:
+class AuditorSession:
     """One open 2025 session. `init` is the initialize exchange; `opened` whether the server took it;
     `session_id` the HTTP session's id ("" when the server runs its transport without sessions)."""
 
@@ -72,6 +73,7 @@ class LegacySession:
         # The standalone GET stream's request and answer (its status and headers), once `listen` has them.
         self.stream: Exchange | None = None
         self.stream_known = asyncio.Event()
+        self.answering: set[asyncio.Task[Any]] = set()  # refusals being written (stdio), cancelled at the end
 
     @property
     def opened(self) -> bool:
@@ -88,10 +90,8 @@ class LegacySession:
 
     def noted(self, asked: Message) -> Message:
         """The refusal of `asked`, counted in the report's answers."""
-        reply = refusal(asked)
-        refused = asked.get("method") == "sampling/createMessage"
-        self.ctx.target.ledger.answer(SAMPLING_REFUSED if refused else answer_kind(reply.get("result") or
-                                                                                 reply.get("error")))
+        kind, reply = refusal(asked)
+        self.ctx.target.ledger.answer(kind)
         return reply
 
     async def _send(self, message: Message, instance: int | None, timeout: float) -> Exchange:
@@ -126,6 +126,36 @@ class LegacySession:
         else:
             await self.ctx.target.send(note, instance=self.instance, mirror=False, headers=self.headers(),
                                        timeout=timeout)
+
+    async def drop(self, message: Message) -> Exchange:
+        """`message` sent in the session and its response stream broken before any answer can arrive: over
+        HTTP the connection closed right after the request is written, over stdio the request cancelled
+        (`notifications/cancelled`) right after it is written."""
+        ex = Exchange(message, "POST" if self.lane is None else "stdio", {}, self.instance)
+        chan = getattr(self.lane, "chan", None)
+        if isinstance(chan, StdioChannel):
+            pending = await chan.exchange(message)
+            await pending.aclose()
+        else:
+            t = self.ctx.target
+            assert isinstance(t, HttpTarget)
+            url = HttpUrl.parse(t.urls[self.instance])
+            ex.headers = t.headers(message, self.headers(), None, mirror=False)
+            body = orjson.dumps(message)
+            head = "".join(f"{k}: {v}\r\n" for k, v in {**ex.headers, "host": url.host_header,
+                                                         "content-length": str(len(body))}.items())
+            try:
+                _, writer = await asyncio.open_connection(url.host, url.port)
+                writer.write(f"POST {url.target} HTTP/1.1\r\n{head}\r\n".encode() + body)
+                await writer.drain()
+                writer.close()  # before the server can answer: the client went away mid-request
+                with contextlib.suppress(OSError):
+                    await writer.wait_closed()
+            except OSError as e:
+                ex.failure = f"could not send it: {e}"
+                return self.ctx.target.record(ex)
+        ex.failure = "the auditor broke the response stream before any answer"
+        return self.ctx.target.record(ex)
 
     async def send(self, message: Message, *, instance: int | None = None, timeout: float | None = None) -> Exchange:
         """`message` inside this session, to `instance` (HTTP; default: the one that opened it)."""
@@ -176,35 +206,38 @@ class LegacySession:
                                        headers=self.headers(), timeout=5)
 
 
-def answering(s: LegacySession) -> None:
+def answering(s: AuditorSession) -> None:
     """Over stdio, a request the server sends outside any exchange (its process's own channel) is answered
     with the auditor's `refusal` too."""
     chan = getattr(s.lane, "chan", None)
     if not isinstance(chan, StdioChannel):
         return
-    pending: set[asyncio.Task[int]] = set()
 
     def on_message(m: Message) -> None:
         if "method" in m and "id" in m:
             task = asyncio.get_running_loop().create_task(chan.send(s.noted(m)))
-            pending.add(task)
-            task.add_done_callback(pending.discard)
+            s.answering.add(task)
+            task.add_done_callback(s.answering.discard)
 
     chan.watch(on_message, None)
 
 
 @contextlib.asynccontextmanager
-async def session(ctx: Context, instance: int = 0) -> AsyncIterator[LegacySession]:
+async def session(ctx: Context, instance: int = 0) -> AsyncIterator[AuditorSession]:
     """A new session on `instance` (HTTP) or on a process of its own (stdio), ended when the block ends."""
     t = ctx.target
     if t.kind == "stdio":
         async with t.lane(instance) as lane:
-            s = LegacySession(ctx, instance, lane)
+            s = AuditorSession(ctx, instance, lane)
             answering(s)
             await s.open()
-            yield s
+            try:
+                yield s
+            finally:
+                for task in list(s.answering):
+                    task.cancel()
         return
-    s = LegacySession(ctx, instance, None)
+    s = AuditorSession(ctx, instance, None)
     await s.open()
     listener = asyncio.get_running_loop().create_task(s.listen()) if s.session_id else None
     if listener is not None:
@@ -220,7 +253,7 @@ async def session(ctx: Context, instance: int = 0) -> AsyncIterator[LegacySessio
         await s.close()
 
 
-async def list_all(s: LegacySession, method: str, key: str, *, instance: int | None = None) -> tuple[list[Any],
+async def list_all(s: AuditorSession, method: str, key: str, *, instance: int | None = None) -> tuple[list[Any],
                                                                                                   Exchange]:
     """Every page of a list method inside the session (at most 20 pages)."""
     items: list[Any] = []
@@ -236,4 +269,4 @@ async def list_all(s: LegacySession, method: str, key: str, *, instance: int | N
     return items, ex
 
 
-__all__ = ["LEGACY", "LegacySession", "initialize_request", "list_all", "refusal", "request", "session", "tool_call"]
+__all__ = ["LEGACY", "AuditorSession", "initialize_request", "list_all", "refusal", "request", "session", "tool_call"]

@@ -18,14 +18,17 @@ INVENTORY = ("run `mcp-stateless inventory PATH` on the server's source for the 
              "step in this order")
 
 
-def _first_sentence(text: str) -> str:
-    head, _, _ = text.partition(". ")
-    return head
+REASON_MAX = 200  # characters of a failing check's finding in the plan: its first sentence, on one line
+
+
+def _reason(text: str) -> str:
+    head = " ".join(text.partition(". ")[0].split())
+    return head if len(head) <= REASON_MAX else head[: REASON_MAX - 1] + "…"
 
 
 def migration_plan(profile: Profile, results: Sequence[Result]) -> list[dict[str, Any]]:
-    """The plan's steps in order: `{"step", "title", "why": [...], "checks": [...]}`; empty unless the
-    target is a 2025-only server."""
+    """The plan's steps in order: `{"step", "title", "why": [...], "checks": [...]}` (`checks`: the failing
+    checks behind the step); empty unless the target is a 2025-only server."""
     if profile.era != "legacy":
         return []
     why: dict[int, list[str]] = {
@@ -38,12 +41,11 @@ def migration_plan(profile: Profile, results: Sequence[Result]) -> list[dict[str
     for r in results:
         step = FAILED_CHECK_STEP.get(r.id)
         if step is not None and r.status == "fail":
-            why.setdefault(step, []).append(f"{r.id}: {_first_sentence(r.finding)}")
+            why.setdefault(step, []).append(f"{r.id}: {_reason(r.finding)}")
             checks.setdefault(step, []).append(r.id)
-        if r.id == "legacy.broken-stream" and "standalone GET stream" in r.finding:
-            why.setdefault(7, []).append("the session keeps a standalone GET stream for server messages: "
-                                         "subscriptions/listen replaces it, and GET is answered with 405")
-            checks.setdefault(7, []).append(r.id)
+    if profile.legacy_get_stream:
+        why.setdefault(7, []).append("its sessions keep a standalone GET stream for server messages: "
+                                     "subscriptions/listen replaces it, and GET is answered with 405")
     caps = profile.capabilities
     announced = [f"{name}.listChanged" for name in ("tools", "prompts", "resources")
                  if isinstance(caps.get(name), dict) and caps[name].get("listChanged")]

@@ -111,7 +111,8 @@ def to_markdown(rep: dict[str, Any]) -> str:
     if rep.get("migrationPlan"):
         lines += ["", "#### Migration plan", ""]
         for item in rep["migrationPlan"]:
-            lines.append(f"{item['step']}. **{_md(item['title'])}**: " + "; ".join(_md(w) for w in item["why"]))
+            # A bullet, not "6. …": Markdown renumbers an ordered list from 1, and the step number is the point.
+            lines.append(f"- **Step {item['step']}. {_md(item['title'])}**: " + "; ".join(_md(w) for w in item["why"]))
         lines += ["", INVENTORY[0].upper() + INVENTORY[1:] + "."]
     failing = [c for c in rep["checks"] if c["status"] in ("fail", "warn") and (c["fix"] or c["evidence"])]
     for c in failing:

@@ -199,7 +199,9 @@ def render(console: Any, rep: dict[str, Any]) -> None:
     if plan:
         console.print(Text("migration plan", style="bold"))
         for line in plan:
-            console.print(Padding(Text(line, overflow="fold"), (0, 0, 0, 2)))
+            # a reason ("  - …") wraps under its own text, not under the step line
+            reason = line.startswith("  - ")
+            console.print(Padding(Text(line[4:] if reason else line, overflow="fold"), (0, 0, 0, 6 if reason else 2)))
     console.print(Text(f"{s['pass']} passed, {s['fail']} failed, {s['warn']} warnings, {s['skip']} skipped "
                        f"in {s['seconds']} s", overflow="fold"))
 

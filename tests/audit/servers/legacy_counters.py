@@ -3,14 +3,16 @@ kept in one of three places, for the audit's legacy profile:
 
 - `session`: per 2025 session (a map keyed by the session object), the 2025 way: broken on purpose.
   Expected: legacy.sessions, legacy.results ("kept by the session") and legacy.restart fail.
-- `process`: in the process's memory (a module global): broken on purpose. Expected: legacy.sessions,
-  legacy.results ("kept by the process", and changed by a restart) and legacy.restart fail.
+- `process`: in the process's memory (a module global), with a resource named after the process id:
+  broken on purpose. Expected: legacy.sessions, legacy.history (resources/list "differs by instance before
+  any call"), legacy.results ("kept by the process", and changed by a restart) and legacy.restart fail.
 - `shared`: in a SQLite file every instance opens, served without sessions (`stateless_http=True`): the
   clean counterpart. Expected: every legacy check passes (only `era` fails: it is 2025-only).
 
     <mcp 1.30.0 venv python> legacy_counters.py MODE PORT [DB]
 """
 
+import os
 import sqlite3
 import sys
 
@@ -56,6 +58,13 @@ def count(ctx: Context) -> str:  # type: ignore[type-arg]
     if mode == "process":
         return str(TOTAL)
     return str(_shared(0))
+
+
+if mode == "process":
+    @app.resource(f"counter://process-{os.getpid()}")
+    def this_process() -> str:
+        """The process that serves the counter."""
+        return str(os.getpid())
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ async def legacy_profile(ctx: Context) -> None:
             return
         p.capabilities = s.capabilities
         p.legacy_sessions = bool(s.session_id) if ctx.target.kind == "http" else None
+        p.legacy_get_stream = s.keeps_stream
         info = (s.init.result or {}).get("serverInfo")
         p.server_info = info if isinstance(info, dict) else {}
         if "tools" in p.capabilities:

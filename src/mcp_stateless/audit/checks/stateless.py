@@ -38,11 +38,15 @@ def list_methods(ctx: Context) -> list[str]:
     return [m for m, cap in LIST_METHODS if cap in caps]
 
 
+# What names an item of each list in a finding: a resource is its URI (two resources may share a name).
+LIST_ITEM_NAME = {"tools": "name", "prompts": "name", "resources": "uri", "resourceTemplates": "uriTemplate"}
+
+
 def _names(ex: Exchange) -> list[str] | None:
     res = ex.result or {}
-    for key in ("tools", "prompts", "resources", "resourceTemplates"):
+    for key, field in LIST_ITEM_NAME.items():
         if isinstance(res.get(key), list):
-            return [str(x.get("name") or x.get("uriTemplate")) for x in res[key] if isinstance(x, dict)]
+            return [str(x.get(field) or x.get("name")) for x in res[key] if isinstance(x, dict)]
     return None
 
 

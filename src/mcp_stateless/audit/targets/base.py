@@ -120,6 +120,9 @@ class Target(Protocol):
 
     async def start(self) -> None: ...
 
+    def record(self, ex: Exchange) -> Exchange:
+        """Keep `ex` as evidence (and in the ledger of calls), as every exchange the target carried."""
+
     async def send(self, message: Message | None, *, instance: int | None = None,
                    headers: Mapping[str, str | None] | None = None, http_method: str = "POST",
                    mirror: bool = True, principal: str | None = None, timeout: float = 10.0) -> Exchange: ...
