@@ -23,7 +23,7 @@ from .engine import Context
 from .targets import HttpTarget, Lane
 from .targets.base import BODY_MAX, TOO_LARGE
 from .targets.http import http_exchange
-from .wire import AUDITOR_INFO, Exchange, Message, next_id
+from .wire import AUDITOR_INFO, Exchange, Message, all_pages, next_id
 
 LEGACY = LEGACY_VERSIONS[0]
 
@@ -255,18 +255,9 @@ async def session(ctx: Context, instance: int = 0) -> AsyncIterator[AuditorSessi
 
 async def list_all(s: AuditorSession, method: str, key: str, *, instance: int | None = None) -> tuple[list[Any],
                                                                                                   Exchange]:
-    """Every page of a list method inside the session (at most 20 pages)."""
-    items: list[Any] = []
-    cursor: str | None = None
-    ex = Exchange(None)
-    for _ in range(20):
-        ex = await s.send(request(method, {"cursor": cursor} if cursor else {}), instance=instance)
-        res = ex.result or {}
-        items.extend(res.get(key) or [])
-        cursor = res.get("nextCursor")
-        if not cursor:
-            break
-    return items, ex
+    """Every page of a list method inside the session (at most PAGES_MAX pages)."""
+    return await all_pages(lambda cursor: s.send(request(method, {"cursor": cursor} if cursor else {}),
+                                                 instance=instance), key)
 
 
 __all__ = ["LEGACY", "AuditorSession", "initialize_request", "list_all", "refusal", "request", "session", "tool_call"]

@@ -4,7 +4,7 @@ or deliberately wrong), and `Exchange`, one request with the response that came 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -138,6 +138,24 @@ class Exchange:
         return {"request": req, "response": resp}
 
 
+PAGES_MAX = 20  # pages of one list read by the auditor: a server whose cursor never ends is bounded too
+
+
+async def all_pages(ask: Callable[[str | None], Awaitable[Exchange]], key: str) -> tuple[list[Any], Exchange]:
+    """Every page of a list (`ask(cursor)` sends one request): the items, and the last page's exchange."""
+    items: list[Any] = []
+    cursor: str | None = None
+    ex = Exchange(None)
+    for _ in range(PAGES_MAX):
+        ex = await ask(cursor)
+        res = ex.result or {}
+        items.extend(res.get(key) or [])
+        cursor = res.get("nextCursor")
+        if not cursor:
+            break
+    return items, ex
+
+
 def comparable(result: Mapping[str, Any] | None) -> Any:
     """A result without `_meta` (serverInfo, instance names) and cache hints: what must not differ between
     instances or with a request's history."""
@@ -149,8 +167,10 @@ def comparable(result: Mapping[str, Any] | None) -> Any:
 __all__ = [
     "AUDITOR_INFO",
     "FULL_CAPS",
+    "PAGES_MAX",
     "Exchange",
     "Message",
+    "all_pages",
     "comparable",
     "excerpt",
     "headers_for",

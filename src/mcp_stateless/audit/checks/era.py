@@ -13,7 +13,7 @@ from ..engine import Check, Context, Outcome
 from ..legacy_session import initialize_request, request, session
 from ..legacy_session import list_all as legacy_list
 from ..targets import HttpTarget
-from ..wire import Exchange, comparable, modern
+from ..wire import Exchange, all_pages, comparable, modern
 
 MIGRATE = (
     "Migrating to 2026-07-28: accept the per-request envelope (_meta protocolVersion + clientCapabilities on every "
@@ -59,19 +59,9 @@ async def legacy_profile(ctx: Context) -> None:
 
 
 async def list_all(ctx: Context, method: str, key: str, *, instance: int | None = 0) -> tuple[list[Any], Exchange]:
-    """Every page of a list method (at most 20 pages)."""
-    items: list[Any] = []
-    cursor: str | None = None
-    ex = Exchange(None)
-    for _ in range(20):
-        ex = await ctx.target.send(modern(method, {"cursor": cursor} if cursor else {}), instance=instance,
-                                   timeout=ctx.options.call_timeout)
-        res = ex.result or {}
-        items.extend(res.get(key) or [])
-        cursor = res.get("nextCursor")
-        if not cursor:
-            break
-    return items, ex
+    """Every page of a list method (at most PAGES_MAX pages)."""
+    return await all_pages(lambda cursor: ctx.target.send(modern(method, {"cursor": cursor} if cursor else {}),
+                                                          instance=instance, timeout=ctx.options.call_timeout), key)
 
 
 async def bridged(ctx: Context) -> dict[str, Any] | None:
