@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -33,24 +34,27 @@ KEYS = "k1:YnJpZGdlLWNyZWRlbnRpYWxzLWtleS0zMi1ieXRlcyEhIQ=="
 PV = "2026-07-28"
 MINE, SENTINEL = "board://mine", "board://sentinel"
 P, Q = "Bearer token-p", "Bearer token-q"
+META = {"io.modelcontextprotocol/protocolVersion": PV, "io.modelcontextprotocol/clientCapabilities": {}}
+LISTEN = {"notifications": {"resourceSubscriptions": [MINE, SENTINEL]}, "_meta": META}
 
 
 class Bridges:
-    """Two CLI bridges over one Redis in front of the boards server, each forwarding callers' tokens."""
+    """CLI bridges over one Redis in front of the boards server, each forwarding callers' tokens: b1 and b2,
+    and b3 with room for one caller's watch session (`--upstream-watches 1`)."""
 
     def __init__(self, workdir: Path, upstream: str) -> None:
         self.redis = RedisServer(workdir).start()
         self.procs: list[subprocess.Popen[bytes]] = []
         self.urls: list[str] = []
         env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_STATELESS_")} | {"MCP_STATELESS_KEYS": KEYS}
-        for n in (1, 2):
+        for n, extra in ((1, []), (2, []), (3, ["--upstream-watches", "1"])):
             port = free_port()
             log = workdir / f"b{n}.log"
             with log.open("ab") as out:
                 proc = subprocess.Popen(
                     [CLI, "bridge", "--upstream-url", upstream, "--forward-authorization", "--http",
                      f"127.0.0.1:{port}", "--state", self.redis.url, "--instance-name", f"b{n}",
-                     "--log-level", "warning"], cwd=ROOT, env=env, stdout=out, stderr=out)
+                     "--log-level", "warning", *extra], cwd=ROOT, env=env, stdout=out, stderr=out)
             self.procs.append(proc)
             wait_port(port, proc, f"bridge b{n} (log: {log.read_text()[-2000:]})")
             self.urls.append(f"http://127.0.0.1:{port}/mcp")
@@ -68,8 +72,7 @@ class Bridges:
         self.redis.stop()
 
     def post(self, n: int, token: str | None, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        p = {**params, "_meta": {"io.modelcontextprotocol/protocolVersion": PV,
-                                 "io.modelcontextprotocol/clientCapabilities": {}}}
+        p = {**params, "_meta": META}
         r = self.http.post(self.urls[n], json={"jsonrpc": "2.0", "id": 1, "method": method, "params": p},
                            headers=_headers(token, method, params))
         assert r.headers["content-type"].startswith("application/json"), r.text
@@ -78,13 +81,12 @@ class Bridges:
 
     def listen(self, held: ExitStack, n: int, token: str, sid: str) -> Iterator[dict[str, Any]]:
         """A listen stream on instance `n` for `token`'s caller, subscribed to both boards; its ack read."""
-        params = {"notifications": {"resourceSubscriptions": [MINE, SENTINEL]},
-                  "_meta": {"io.modelcontextprotocol/protocolVersion": PV,
-                            "io.modelcontextprotocol/clientCapabilities": {}}}
+        params = LISTEN
         stream = held.enter_context(self.http.stream(
             "POST", self.urls[n], headers=_headers(token, "subscriptions/listen", params),
             json={"jsonrpc": "2.0", "id": sid, "method": "subscriptions/listen", "params": params}))
         assert stream.status_code == 200, stream.read()
+        assert stream.headers["content-type"].startswith("text/event-stream"), stream.read()
         messages = (json.loads(line[5:]) for line in stream.iter_lines() if line.startswith("data:"))
         ack = next(messages)
         assert ack["method"] == "notifications/subscriptions/acknowledged", ack
@@ -154,3 +156,57 @@ def test_a_caller_without_a_token_is_refused_by_the_upstream(bridges: Bridges) -
     body = bridges.post(0, None, "tools/call", {"name": "post", "arguments": {"uri": MINE, "text": "x"}})
     assert body["error"] == {"code": -32603, "message": "the upstream server refused the caller's credentials "
                                                        "(HTTP 401)", "data": {"status": 401}}
+
+
+def test_a_listener_without_a_token_is_refused_before_its_acknowledgement(bridges: Bridges) -> None:
+    """Its watch session cannot be opened: the upstream refuses it, and so the stream is refused."""
+    params = {"notifications": {"resourceSubscriptions": [MINE]}, "_meta": META}
+    r = bridges.http.post(bridges.urls[1], headers=_headers(None, "subscriptions/listen", params),
+                          json={"jsonrpc": "2.0", "id": "l", "method": "subscriptions/listen", "params": params})
+    assert r.status_code == 200 and r.headers["content-type"] == "application/json"
+    assert r.json() == {"jsonrpc": "2.0", "id": "l", "error": {
+        "code": -32603, "message": "the upstream server refused the caller's credentials (HTTP 401)",
+        "data": {"status": 401}}}
+
+
+def test_watch_sessions_are_bounded_per_instance_and_let_go_with_the_callers_last_stream(bridges: Bridges) -> None:
+    """b3 holds a watch session for one caller at a time: Q is refused while P listens, and once P's last
+    stream ends P's session is unsubscribed upstream (P's post tells no session) and Q's listen is served."""
+    with ExitStack() as held:
+        p = bridges.listen(held, 2, P, "p")  # kept: a dropped line iterator closes its response
+        with bridges.http.stream("POST", bridges.urls[2], headers=_headers(Q, "subscriptions/listen", LISTEN),
+                                 json={"jsonrpc": "2.0", "id": "q", "method": "subscriptions/listen",
+                                       "params": LISTEN}) as refused:
+            assert refused.headers["content-type"] == "application/json"  # not a stream: read at once
+            refused.read()
+        assert refused.json() == {"jsonrpc": "2.0", "id": "q", "error": {
+            "code": -32603, "message": "this bridge instance already holds upstream watch sessions for 1 callers' "
+            "listen streams (--upstream-watches): each caller's events come from a session opened with its own "
+            "credentials; try again later", "data": {"limit": 1}}}
+        done = bridges.post(0, P, "tools/call", {"name": "post", "arguments": {"uri": SENTINEL, "text": "p"}})
+        assert done["result"]["content"] == [{"type": "text", "text": "posted for p to 1 sessions"}]
+        assert next(p) == _updated(SENTINEL, "p")
+    deadline = time.monotonic() + 10
+    while True:  # P's stream has ended: its watch settles (unsubscribes upstream, gives the session back)
+        done = bridges.post(0, P, "tools/call", {"name": "post", "arguments": {"uri": SENTINEL, "text": "p"}})
+        if done["result"]["content"] == [{"type": "text", "text": "posted for p to 0 sessions"}]:
+            break
+        assert time.monotonic() < deadline, done
+        time.sleep(0.05)
+    with ExitStack() as held:
+        # Served once P's watch has given its session back (a moment after its unsubscribe): until then it
+        # still counts, so that a new watch never races the old one's unsubscribes on the same session.
+        while True:
+            stream = held.enter_context(bridges.http.stream(
+                "POST", bridges.urls[2], headers=_headers(Q, "subscriptions/listen", LISTEN),
+                json={"jsonrpc": "2.0", "id": "q", "method": "subscriptions/listen", "params": LISTEN}))
+            if stream.headers["content-type"].startswith("text/event-stream"):
+                break
+            assert json.loads(stream.read())["error"]["data"] == {"limit": 1}
+            assert time.monotonic() < deadline, "P's watch session was never let go"
+            time.sleep(0.05)
+        q = (json.loads(line[5:]) for line in stream.iter_lines() if line.startswith("data:"))
+        assert next(q)["method"] == "notifications/subscriptions/acknowledged"
+        done = bridges.post(1, Q, "tools/call", {"name": "post", "arguments": {"uri": MINE, "text": "q"}})
+        assert done["result"]["content"] == [{"type": "text", "text": "posted for q to 1 sessions"}]
+        assert next(q) == _updated(MINE, "q")
