@@ -90,9 +90,12 @@ class Pending:
 class Bridge:
     """The endpoint `mcp-stateless bridge` serves. `channel_factory` makes one upstream channel per pooled
     session (a `StdioChannel` for a command, an `HttpChannel` for a URL); `per_principal` keys sessions
-    by caller too (HTTP upstreams); `bus` (the `--state` bundle's) routes MRTR answers between instances
-    and `events` (the bundle's, else change events on `bus`, else in process) carries upstream changes to
-    every instance's listen streams."""
+    by caller too (HTTP upstreams); `credentialed` (an HTTP upstream that checks each caller's credentials)
+    makes the channel of a session opened with one caller's `Authorization`, which the bridge then forwards
+    and tells callers apart by (credentials.py); `bus` (the `--state` bundle's) routes MRTR answers between
+    instances and `events` (the bundle's, else change events on `bus`, else in process) carries upstream
+    changes to every instance's listen streams, those a caller's own session heard to that caller's only.
+    `max_watches` bounds the callers whose listen streams hold a watch session at once (events.Watches)."""
 
     def __init__(self, channel_factory: Callable[[], Channel], *, key_ring: KeyRing | None = None,
                  bus: Bus | None = None, events: EventBus | None = None, per_principal: bool = False,

@@ -9,7 +9,9 @@ server/listen.py's `Listeners`, over `UpstreamView`.
 
 `Watch` keeps one upstream session per instance subscribed to the URIs its local listeners want
 (refcounted: `resources/subscribe` for the first stream that wants a URI, `resources/unsubscribe` after
-the last) and, on a Streamable HTTP upstream, its GET stream open while any listener is.
+the last) and, on a Streamable HTTP upstream, its GET stream open while any listener is. When sessions
+are per caller, `Watches` keeps one `Watch` per listening principal, on that principal's own session, and
+the `Relay` publishes what such a session hears addressed to that principal (`ChangeEvent.audience`).
 """
 
 from __future__ import annotations

@@ -63,7 +63,6 @@ class Lease:
     key: str
     session: LegacySession
     exclusive: bool
-    principal: str | None = None
     last_used: float = field(default_factory=time.monotonic)
     busy: int = 0
     ask: Asker | None = None
@@ -149,7 +148,7 @@ class UpstreamPool:
             heard = None if self.on_notification is None else _heard_by(self.on_notification, principal)
             session = LegacySession(channel, self._handlers(capabilities, ref), self.client_info,
                                     timeout=self.timeout, on_notification=heard)
-            lease = Lease(key, session, exclusive, principal, busy=1)
+            lease = Lease(key, session, exclusive, busy=1)
             ref.append(lease)
             self.leases.append(lease)
         try:
