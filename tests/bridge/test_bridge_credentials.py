@@ -79,9 +79,11 @@ class Bridges:
         body: dict[str, Any] = r.json()
         return body
 
-    def listen(self, held: ExitStack, n: int, token: str, sid: str) -> Iterator[dict[str, Any]]:
-        """A listen stream on instance `n` for `token`'s caller, subscribed to both boards; its ack read."""
-        params = LISTEN
+    def listen(self, held: ExitStack, n: int, token: str, sid: str,
+               notifications: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+        """A listen stream on instance `n` for `token`'s caller (by default subscribed to both boards); its
+        acknowledgement read."""
+        params = LISTEN if notifications is None else {"notifications": notifications, "_meta": META}
         stream = held.enter_context(self.http.stream(
             "POST", self.urls[n], headers=_headers(token, "subscriptions/listen", params),
             json={"jsonrpc": "2.0", "id": sid, "method": "subscriptions/listen", "params": params}))
@@ -90,7 +92,7 @@ class Bridges:
         messages = (json.loads(line[5:]) for line in stream.iter_lines() if line.startswith("data:"))
         ack = next(messages)
         assert ack["method"] == "notifications/subscriptions/acknowledged", ack
-        assert ack["params"]["notifications"] == {"resourceSubscriptions": [MINE, SENTINEL]}
+        assert ack["params"]["notifications"] == params["notifications"]
         return messages
 
 
@@ -210,3 +212,18 @@ def test_watch_sessions_are_bounded_per_instance_and_let_go_with_the_callers_las
         done = bridges.post(1, Q, "tools/call", {"name": "post", "arguments": {"uri": MINE, "text": "q"}})
         assert done["result"]["content"] == [{"type": "text", "text": "posted for q to 1 sessions"}]
         assert next(q) == _updated(MINE, "q")
+
+
+def test_a_list_change_one_callers_session_heard_reaches_that_caller_only(bridges: Bridges) -> None:
+    """A list change is addressed like a resource update: heard by P's session, it is P's view."""
+    both = {"toolsListChanged": True, "resourceSubscriptions": [SENTINEL]}
+    with ExitStack() as held:
+        p = bridges.listen(held, 0, P, "pl", both)
+        q = bridges.listen(held, 1, Q, "ql", both)
+        done = bridges.post(1, P, "tools/call", {"name": "announce", "arguments": {}})
+        assert done["result"]["content"][0]["text"].startswith("announced for p to ")
+        assert next(p) == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+                           "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": "pl"}}}
+        done = bridges.post(0, Q, "tools/call", {"name": "post", "arguments": {"uri": SENTINEL, "text": "q"}})
+        assert done["result"]["content"] == [{"type": "text", "text": "posted for q to 1 sessions"}]
+        assert next(q) == _updated(SENTINEL, "ql")  # not P's list change, published before it

@@ -8,7 +8,9 @@ Tokens: `token-p` is caller `p`, `token-q` caller `q`; any other request is refu
 `RequireAuthMiddleware`. Resources `board://mine` (the caller's own board) and `board://sentinel`;
 `resources/subscribe` is declared. Tool `post {uri, text}` writes the caller's board and sends
 `notifications/resources/updated` for `uri` to every session of the same caller subscribed to it (never to
-another caller's: each caller's board is its own); it answers `posted for CALLER to N sessions`.
+another caller's: each caller's board is its own); it answers `posted for CALLER to N sessions`. Tool
+`announce` sends `notifications/tools/list_changed` to every session of the caller (tools `listChanged`
+is declared) and answers `announced for CALLER to N sessions`.
 """
 
 import sys
@@ -43,19 +45,24 @@ class BoardServer(Server[Any, Any]):
         caps = super().get_capabilities(notification_options, experimental_capabilities)
         if caps.resources is not None:  # the SDK 1.x leaves subscribe False even with a handler
             caps.resources.subscribe = True
+        if caps.tools is not None:
+            caps.tools.listChanged = True
         return caps
 
 
 server = BoardServer("boards", version="1.0.0")
 boards: dict[str, str] = {}
 subscribed: dict[str, set[tuple[str, ServerSession]]] = {uri: set() for uri in URIS}
+sessions: dict[str, set[ServerSession]] = {}  # every session a caller made a request on
 
 
 def caller() -> str:
     request = server.request_context.request
     user = getattr(request, "user", None)
     assert isinstance(user, AuthenticatedUser), "RequireAuthMiddleware lets no anonymous request through"
-    return user.access_token.client_id
+    who = user.access_token.client_id
+    sessions.setdefault(who, set()).add(server.request_context.session)
+    return who
 
 
 @server.list_resources()
@@ -82,11 +89,19 @@ async def unsubscribe(uri: AnyUrl) -> None:
 async def list_tools() -> list[types.Tool]:
     return [types.Tool(name="post", description="Write your board; tell your subscribed sessions.",
                        inputSchema={"type": "object", "required": ["uri", "text"],
-                                    "properties": {"uri": {"type": "string"}, "text": {"type": "string"}}})]
+                                    "properties": {"uri": {"type": "string"}, "text": {"type": "string"}}}),
+            types.Tool(name="announce", description="Tell every session of yours that the tools changed.",
+                       inputSchema={"type": "object", "properties": {}})]
 
 
 @server.call_tool()
 async def call_tool(name: str, arguments: dict[str, Any]) -> list[types.TextContent]:
+    if name == "announce":
+        who = caller()
+        mine = list(sessions.get(who, ()))
+        for session in mine:
+            await session.send_tool_list_changed()
+        return [types.TextContent(type="text", text=f"announced for {who} to {len(mine)} sessions")]
     who, uri = caller(), str(arguments["uri"])
     boards[who] = str(arguments["text"])
     told = [session for owner, session in list(subscribed.get(uri, ())) if owner == who]
