@@ -259,16 +259,20 @@ async def test_an_instance_killed_mid_call_is_a_502_the_call_ran_once_and_the_ne
         holder.proc.send_signal(signal.SIGKILL)
         holder.proc.wait(10)
         try:
-            with pytest.raises(HttpStatusError) as lost:
-                await call
-            assert lost.value.status == 502
-            assert lost.value.headers["content-type"].startswith("text/html")  # nginx's own page: no JSON-RPC
-            assert str(lost.value).startswith(
+            try:
+                outcome: object = await call
+            except HttpStatusError as e:
+                outcome = e
+            # A replay (by nginx, or by a client re-issuing) would start before the caller heard the outcome and
+            # note itself at once; a moment more for one in flight anywhere: still the one run.
+            await asyncio.sleep(1.0)
+            assert _runs(ledger) == [upstream_pid], f"the call ran again; the caller got {outcome!r}"
+            assert isinstance(outcome, HttpStatusError), outcome
+            assert outcome.status == 502
+            assert outcome.headers["content-type"].startswith("text/html")  # nginx's own page: no JSON-RPC
+            assert str(outcome) == (
                 "HTTP 502 Bad Gateway: a proxy in front of the server lost its answer to tools/call; the request "
                 "may or may not have run and was not re-issued")
-            # Long enough for a replay to have started and finished anywhere: still the one run.
-            await asyncio.sleep(5.5)
-            assert _runs(ledger) == [upstream_pid]
             for n in range(len(front.instances)):  # nginx marked the dead instance failed: live ones answer
                 again = tmp_path / f"again{n}"
                 done = await client.call_tool("slow", {"ledger": str(again), "seconds": 0})
