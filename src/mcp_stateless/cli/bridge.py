@@ -72,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--upstream-watches must be at least 1")
     if args.forward_authorization and args.upstream_url is None:
         raise CliError("--forward-authorization needs --upstream-url (a stdio upstream takes no credentials)")
+    if args.forward_authorization and config.transport == "stdio":
+        raise CliError("--forward-authorization needs an --http front (a stdio client sends no Authorization)")
     if config.transport == "stdio":
         from ..transports.stdio import protect_stdout, serve_stdio
 
