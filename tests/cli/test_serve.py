@@ -171,6 +171,18 @@ def test_bad_option_is_one_clear_line(args: list[str], fragment: str) -> None:
     assert fragment in line
 
 
+@pytest.mark.parametrize(("args", "line"), [
+    (["--upstream", "true", "--http", "127.0.0.1:8000", "--forward-authorization"],
+     "--forward-authorization needs --upstream-url (a stdio upstream takes no credentials)"),
+    (["--upstream-url", "http://127.0.0.1:9/mcp", "--stdio", "--forward-authorization"],
+     "--forward-authorization needs an --http front (a stdio client sends no Authorization)"),
+    (["--upstream-url", "http://127.0.0.1:9/mcp", "--http", "127.0.0.1:8000", "--upstream-watches", "0"],
+     "--upstream-watches must be at least 1"),
+])
+def test_bridge_refuses_credentials_it_could_not_forward(args: list[str], line: str) -> None:
+    assert one_error_line(run_cli("bridge", *args)) == f"mcp-stateless: error: {line}"
+
+
 def test_workers_need_a_shared_key() -> None:
     line = one_error_line(run_cli("serve", "examples/echo.py:app", "--http", f"127.0.0.1:{free_port()}",
                                   "--workers", "2"))

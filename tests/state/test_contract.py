@@ -10,7 +10,7 @@ import time
 import pytest
 
 from mcp_stateless.state import HandleRecord, StateBundle, open_state
-from mcp_stateless.state.events import ChangeEvent, ChangeSubscription
+from mcp_stateless.state.events import ChangeEvent, ChangeSubscription, decode_change
 
 
 def record(key: str = "k1", *, ttl: float = 60.0, data: dict | None = None, principal: str = "alice") -> HandleRecord:
@@ -186,6 +186,29 @@ async def test_an_event_reaches_a_subscriber_of_the_same_bundle(bundle: StateBun
     assert await sub.get(2.0) == ChangeEvent("resource_updated", "file:///a.txt")
     assert await sub.get(0.3) is None  # delivered once, not echoed back from the shared bus
     sub.close()
+
+
+async def test_an_addressed_event_keeps_its_audience_across_instances(shared_state_url: str) -> None:
+    """The bridge publishes what a caller's own upstream session heard addressed to that caller; a listen
+    stream on another instance must still see whom it is for (else it would reach every caller)."""
+    a, b = open_state(shared_state_url), open_state(shared_state_url)
+    try:
+        sub = b.events.subscribe()
+        await _ready(sub)
+        await a.events.publish(ChangeEvent("resource_updated", "board://mine", "credential:p"))
+        await a.events.publish(ChangeEvent("tools", None, "credential:p"))
+        assert await sub.get(3.0) == ChangeEvent("resource_updated", "board://mine", "credential:p")
+        assert await sub.get(3.0) == ChangeEvent("tools", None, "credential:p")
+        sub.close()
+    finally:
+        await a.aclose()
+        await b.aclose()
+
+
+def test_an_addressed_payload_whose_audience_cannot_be_read_is_dropped() -> None:
+    assert decode_change(b'["resource_updated","x://1",7]') is None
+    assert decode_change(b'["resource_updated","x://1","p","q"]') is None
+    assert decode_change(b'["resource_updated","x://1"]') == ChangeEvent("resource_updated", "x://1")
 
 
 async def test_an_event_reaches_every_subscriber_of_every_instance(shared_state_url: str) -> None:

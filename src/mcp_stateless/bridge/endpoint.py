@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 
 from ..client.channels import Channel
-from ..client.errors import ChannelError, ClientError
+from ..client.errors import AuthenticationError, ChannelError, ClientError
 from ..protocol import card, errors
 from ..protocol.endpoint import Call, ListenItem, Reply
 from ..protocol.envelope import MethodTable, Request
@@ -38,7 +38,8 @@ from ..protocol.versions import MODERN_VERSIONS, package_version
 from ..server.listen import Listeners
 from ..state.base import Bus
 from ..state.events import ChangeEventBus, EventBus, MemoryEventBus
-from .events import Relay, UpstreamView, Watch
+from .credentials import ForwardedCredentials, credential_of
+from .events import Relay, UpstreamView, Watch, Watches
 from .pool import ASKABLE_CALLS, Asker, Lease, UpstreamPool, unprompted
 
 log = logging.getLogger("mcp_stateless.bridge")
@@ -89,25 +90,36 @@ class Pending:
 class Bridge:
     """The endpoint `mcp-stateless bridge` serves. `channel_factory` makes one upstream channel per pooled
     session (a `StdioChannel` for a command, an `HttpChannel` for a URL); `per_principal` keys sessions
-    by caller too (HTTP upstreams); `bus` (the `--state` bundle's) routes MRTR answers between instances
-    and `events` (the bundle's, else change events on `bus`, else in process) carries upstream changes to
-    every instance's listen streams."""
+    by caller too (HTTP upstreams); `credentialed` (an HTTP upstream that checks each caller's credentials)
+    makes the channel of a session opened with one caller's `Authorization`, which the bridge then forwards
+    and tells callers apart by (credentials.py); `bus` (the `--state` bundle's) routes MRTR answers between
+    instances and `events` (the bundle's, else change events on `bus`, else in process) carries upstream
+    changes to every instance's listen streams, those a caller's own session heard to that caller's only.
+    `max_watches` bounds the callers whose listen streams hold a watch session at once (events.Watches)."""
 
     def __init__(self, channel_factory: Callable[[], Channel], *, key_ring: KeyRing | None = None,
                  bus: Bus | None = None, events: EventBus | None = None, per_principal: bool = False,
                  max_sessions: int = 16, idle_s: float = 300.0, upstream_timeout: float = 60.0,
                  pending_ttl_s: float = 300.0, holder_timeout: float = 5.0,
-                 listen_keepalive_s: float = 15.0, probe_timeout: float = 10.0) -> None:
+                 listen_keepalive_s: float = 15.0, probe_timeout: float = 10.0,
+                 credentialed: Callable[[str], Channel] | None = None, max_watches: int | None = None) -> None:
         if events is None:
             events = ChangeEventBus(bus) if bus is not None else MemoryEventBus()
         self.events = events
         self.relay = Relay(events)
+        # Forwarding credentials: callers are told apart by them, so sessions are per caller.
+        self.credentialed = credentialed is not None
+        per_principal = per_principal or self.credentialed
+        self.authenticator = ForwardedCredentials() if credentialed is not None else None
         self.pool = UpstreamPool(channel_factory, BRIDGE_INFO | {"version": _version()},
                                  max_sessions=max_sessions, idle_s=idle_s, timeout=upstream_timeout,
-                                 on_notification=self.relay.notify)
-        self.watch = Watch(lambda: self.pool.acquire({}, None), self.pool.release, timeout=upstream_timeout)
+                                 on_notification=self.relay.notify, credentialed=credentialed)
+        # Per-caller watch sessions leave half the pool to calls however many callers listen.
+        self.watches = Watches(
+            lambda call: Watch(lambda: self._acquire({}, call), self.pool.release, timeout=upstream_timeout),
+            self._principal, max_watches if max_watches is not None else max(1, max_sessions // 2))
         self.listeners = Listeners(UpstreamView(self._upstream_capabilities), listen_keepalive_s, events,
-                                   watch=self.watch.hold)
+                                   watch=self.watches.hold)
         self.key_ring = key_ring or KeyRing.generate()
         self.bus = bus
         self.per_principal = per_principal
@@ -146,7 +158,7 @@ class Bridge:
     async def aclose(self) -> None:
         for p in list(self.pending.values()):
             self._forget(p, cancel=True)
-        await self.watch.aclose()
+        await self.watches.aclose()
         await self.relay.aclose()
         await self.pool.aclose()
 
@@ -237,9 +249,13 @@ class Bridge:
 
     async def _acquire(self, capabilities: dict[str, Any], call: Call, ask: Asker | None = None) -> Lease:
         try:
-            lease = await self.pool.acquire(capabilities, self._principal(call), ask=ask)
+            lease = await self.pool.acquire(capabilities, self._principal(call), ask=ask,
+                                            authorization=credential_of(call.principal) if self.credentialed else None)
         except McpError:
             raise
+        except AuthenticationError as e:  # the upstream checks the credential the caller sent
+            raise McpError(errors.INTERNAL_ERROR, f"the upstream server refused the caller's credentials "
+                           f"(HTTP {e.status})", {"status": e.status}) from None
         except (ClientError, ChannelError, OSError, TimeoutError) as e:
             raise McpError(errors.INTERNAL_ERROR, f"the upstream server is unavailable: {e}") from None
         s = lease.session

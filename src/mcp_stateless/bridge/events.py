@@ -9,7 +9,9 @@ server/listen.py's `Listeners`, over `UpstreamView`.
 
 `Watch` keeps one upstream session per instance subscribed to the URIs its local listeners want
 (refcounted: `resources/subscribe` for the first stream that wants a URI, `resources/unsubscribe` after
-the last) and, on a Streamable HTTP upstream, its GET stream open while any listener is.
+the last) and, on a Streamable HTTP upstream, its GET stream open while any listener is. When sessions
+are per caller, `Watches` keeps one `Watch` per listening principal, on that principal's own session, and
+the `Relay` publishes what such a session hears addressed to that principal (`ChangeEvent.audience`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 
 from ..client.errors import ChannelError, ClientError
 from ..protocol import errors, methods
+from ..protocol.endpoint import Call
 from ..protocol.errors import McpError
 from ..state.events import ChangeEvent, EventBus
 from .pool import Lease
@@ -34,15 +37,16 @@ _UPDATED = "notifications/resources/updated"
 DEFAULT_MAX_PENDING = 1024
 
 
-def change_of(message: dict[str, Any]) -> ChangeEvent | None:
-    """The change an upstream notification announces, or None for any other message."""
+def change_of(message: dict[str, Any], audience: str | None = None) -> ChangeEvent | None:
+    """The change an upstream notification announces, or None for any other message; `audience` is the
+    principal whose session heard it (None: a session every caller shares)."""
     method = message.get("method")
     if method == _UPDATED:
         params = message.get("params")
         uri = params.get("uri") if isinstance(params, dict) else None
-        return ChangeEvent("resource_updated", uri) if isinstance(uri, str) and uri else None
+        return ChangeEvent("resource_updated", uri, audience) if isinstance(uri, str) and uri else None
     kind = _KINDS.get(method) if isinstance(method, str) else None
-    return ChangeEvent(kind) if kind is not None else None  # type: ignore[arg-type]
+    return ChangeEvent(kind, None, audience) if kind is not None else None  # type: ignore[arg-type]
 
 
 class Relay:
@@ -59,9 +63,10 @@ class Relay:
         self._wake: asyncio.Event | None = None
         self._worker: asyncio.Task[None] | None = None
 
-    def notify(self, message: dict[str, Any]) -> None:
-        """An upstream session's notification (called from its reader: never blocks)."""
-        ev = change_of(message)
+    def notify(self, message: dict[str, Any], principal: str | None = None) -> None:
+        """An upstream session's notification (called from its reader: never blocks). A session opened for
+        one principal (`principal`) tells of that caller's view: only that caller's listeners hear it."""
+        ev = change_of(message, principal)
         if ev is None:
             return
         if ev in self._waiting:
@@ -132,11 +137,59 @@ class UpstreamView:
         return frozenset()  # an upstream publishes no per-resource scopes
 
 
+class Watches:
+    """One `Watch` per principal with open listen streams on this instance (`key` of a call: its principal
+    when upstream sessions are per caller, else None for all). A per-caller upstream (an HTTP one that
+    takes each caller's credentials) has no session every listener could share: one opened with P's
+    credentials sees P's resources and must never carry another caller's subscriptions. So P's watch
+    session is the pool's plain session of P, opened with P's credentials, held from P's first listen
+    stream to P's last, then given back to the pool (which closes it once idle). At most `max_watches`
+    principals have one at a time: each holds a pooled session for as long as it listens."""
+
+    def __init__(self, open_watch: Callable[[Call], Watch], key: Callable[[Call], str | None],
+                 max_watches: int) -> None:
+        self.open_watch = open_watch
+        self.key = key
+        self.max_watches = max_watches
+        self.watches: dict[str | None, Watch] = {}
+
+    def live(self) -> int:
+        """Watches with a stream or a session (one still settling its last stream's end counts)."""
+        return sum(1 for w in self.watches.values() if not w.idle)
+
+    @contextlib.asynccontextmanager
+    async def hold(self, honoured: dict[str, Any], call: Call) -> AsyncIterator[None]:
+        if not honoured:
+            yield
+            return
+        key = self.key(call)
+        # A watch whose streams all ended and whose session went back is forgotten (kept until it is
+        # settled: a new one on the same session must not race its unsubscribes).
+        for k in [k for k, w in self.watches.items() if w.idle and k != key]:
+            del self.watches[k]
+        watch = self.watches.get(key)
+        if watch is None:
+            if self.live() >= self.max_watches:
+                raise McpError(errors.INTERNAL_ERROR,
+                               f"this bridge instance already holds upstream watch sessions for "
+                               f"{self.max_watches} callers' listen streams (--upstream-watches): each caller's "
+                               "events come from a session opened with its own credentials; try again later",
+                               {"limit": self.max_watches})
+            watch = self.watches[key] = self.open_watch(call)
+        async with watch.hold(honoured):
+            yield
+
+    async def aclose(self) -> None:
+        watches, self.watches = list(self.watches.values()), {}
+        for watch in watches:
+            await watch.aclose()
+
+
 class Watch:
-    """The upstream session that hears changes for this instance's listeners: the pool's shared session
-    (no asking capabilities, no principal: the one plain calls use too, so on a stdio upstream a tool
-    that starts updates in its process starts them where the subscriptions are), held while any listen
-    stream is open so the pool neither expires nor evicts it."""
+    """The upstream session that hears changes for this instance's listeners (of one principal, when
+    sessions are per caller): the pool's plain session (no asking capabilities: the one plain calls use
+    too, so on a stdio upstream a tool that starts updates in its process starts them where the
+    subscriptions are), held while any listen stream is open so the pool neither expires nor evicts it."""
 
     def __init__(self, acquire: Callable[[], Awaitable[Lease]], release: Callable[[Lease], Awaitable[None]],
                  timeout: float = 10.0) -> None:
@@ -145,10 +198,16 @@ class Watch:
         self.timeout = timeout
         self.lease: Lease | None = None
         self.streams = 0
+        self.holders = 0  # streams in `hold`, counted before they wait for the lock
         self.refs: collections.Counter[str] = collections.Counter()
         self.subscribed: set[str] = set()  # what the upstream session is subscribed to
         self._lock = asyncio.Lock()
         self._settling: set[asyncio.Task[None]] = set()
+
+    @property
+    def idle(self) -> bool:
+        """No stream, no session, nothing left to settle: the watch may be forgotten."""
+        return self.holders <= 0 and self.lease is None and not self._settling and not self._lock.locked()
 
     @contextlib.asynccontextmanager
     async def hold(self, honoured: dict[str, Any]) -> AsyncIterator[None]:
@@ -157,10 +216,16 @@ class Watch:
             yield
             return
         uris: list[str] = list(honoured.get("resourceSubscriptions", ()))
-        await self._add(uris)
+        self.holders += 1  # at once, before any wait: `idle` must not let it be forgotten meanwhile
+        try:
+            await self._add(uris)
+        except BaseException:
+            self.holders -= 1
+            raise
         try:
             yield
         finally:
+            self.holders -= 1
             self.streams -= 1
             self.refs.subtract(uris)
             # Unsubscribing upstream must not hold up the stream's end (nor run inside its cancellation).

@@ -34,6 +34,8 @@ ASKING = ("elicitation", "sampling", "roots")
 ASKABLE_CALLS = ("tools/call", "prompts/get", "resources/read")
 
 Asker = Callable[[str, dict[str, Any]], Any]
+# An upstream session's notification and the principal its session was opened for (None: shared by all).
+Notified = Callable[[dict[str, Any], str | None], None]
 
 
 def unprompted(method: str) -> McpError:
@@ -68,13 +70,15 @@ class Lease:
 
 
 class UpstreamPool:
-    """At most `max_sessions` sessions; one idle longer than `idle_s` is closed."""
+    """At most `max_sessions` sessions; one idle longer than `idle_s` is closed. `credentialed` makes the
+    channel of a session opened with one caller's credentials (the `Authorization` value it forwards)."""
 
     def __init__(self, channel_factory: Callable[[], Channel], client_info: Mapping[str, Any], *,
                  max_sessions: int = 16, idle_s: float = 300.0, timeout: float = 60.0,
-                 acquire_timeout: float = 30.0,
-                 on_notification: Callable[[dict[str, Any]], None] | None = None) -> None:
+                 acquire_timeout: float = 30.0, on_notification: Notified | None = None,
+                 credentialed: Callable[[str], Channel] | None = None) -> None:
         self.channel_factory = channel_factory
+        self.credentialed = credentialed
         self.on_notification = on_notification  # every session's list changes and resource updates
         self.client_info = dict(client_info)
         self.max_sessions = max_sessions
@@ -107,10 +111,12 @@ class UpstreamPool:
         )
 
     async def acquire(self, capabilities: Mapping[str, Any], principal: str | None, *,
-                      ask: Asker | None = None) -> Lease:
+                      ask: Asker | None = None, authorization: str | None = None) -> Lease:
         """A session for one call; `ask` (an exclusive call's) takes its server->client requests once the
         session is settled: one the upstream sends in reaction to `initialized` belongs to no call (it would
-        make one caller's roots, say, the state of a process later callers share) and is refused."""
+        make one caller's roots, say, the state of a process later callers share) and is refused.
+        `authorization` is the caller's credential a new session is opened with; `principal` must be
+        derived from it (the key holds the principal, never the credential)."""
         key = pool_key(capabilities, principal)
         exclusive = any(k in capabilities for k in ASKING)
         deadline = time.monotonic() + self.acquire_timeout
@@ -137,8 +143,11 @@ class UpstreamPool:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._changed.wait(), left)
             ref: list[Lease] = []
-            session = LegacySession(self.channel_factory(), self._handlers(capabilities, ref), self.client_info,
-                                    timeout=self.timeout, on_notification=self.on_notification)
+            channel = (self.credentialed(authorization) if authorization is not None and self.credentialed
+                       else self.channel_factory())
+            heard = None if self.on_notification is None else _heard_by(self.on_notification, principal)
+            session = LegacySession(channel, self._handlers(capabilities, ref), self.client_info,
+                                    timeout=self.timeout, on_notification=heard)
             lease = Lease(key, session, exclusive, busy=1)
             ref.append(lease)
             self.leases.append(lease)
@@ -187,6 +196,13 @@ class UpstreamPool:
 
 
 _closing: set[asyncio.Task[None]] = set()
+
+
+def _heard_by(notified: Notified, principal: str | None) -> Callable[[dict[str, Any]], None]:
+    """A session's notifications, told with the principal the session was opened for."""
+    def heard(message: dict[str, Any]) -> None:
+        notified(message, principal)
+    return heard
 
 
 async def _settle(session: LegacySession) -> None:

@@ -11,6 +11,7 @@ import argparse
 import os
 import shlex
 import signal
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import logs, serve
@@ -48,6 +49,12 @@ def register(sub: Any) -> None:
                    help="close an upstream session idle this long (default 300 s)")
     s.add_argument("--upstream-timeout", type=float, default=60.0, metavar="S",
                    help="an upstream request that takes longer fails with -32603 (default 60 s)")
+    s.add_argument("--forward-authorization", action="store_true",
+                   help="with --upstream-url: open each caller's upstream sessions with the Authorization "
+                        "header it sent (the upstream checks it); callers are told apart by it")
+    s.add_argument("--upstream-watches", type=int, default=None, metavar="N",
+                   help="callers whose listen streams hold an upstream session at once, per instance, when "
+                        "sessions are per caller (default: half of --upstream-sessions)")
     serve.add_endpoint_options(s)
 
 
@@ -61,6 +68,12 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"bridge: {flag} is not supported yet")
     if args.upstream_sessions < 1:
         raise CliError("--upstream-sessions must be at least 1")
+    if args.upstream_watches is not None and args.upstream_watches < 1:
+        raise CliError("--upstream-watches must be at least 1")
+    if args.forward_authorization and args.upstream_url is None:
+        raise CliError("--forward-authorization needs --upstream-url (a stdio upstream takes no credentials)")
+    if args.forward_authorization and config.transport == "stdio":
+        raise CliError("--forward-authorization needs an --http front (a stdio client sends no Authorization)")
     if config.transport == "stdio":
         from ..transports.stdio import protect_stdout, serve_stdio
 
@@ -107,6 +120,7 @@ def make_bridge(args: argparse.Namespace, config: ServeConfig) -> Bridge:
             raise CliError(f"--state {redact(config.state)} is shared by several instances, so they need one "
                            f"MRTR key: set {serve.KEYS_ENV}=kid:base64secret (the same on every instance)")
         bus, events = bundle.bus, bundle.events  # MRTR answers and listen events cross instances
+    credentialed: Callable[[str], Channel] | None = None
     if args.upstream is not None:
         argv = shlex.split(args.upstream)
         if not argv:
@@ -123,7 +137,13 @@ def make_bridge(args: argparse.Namespace, config: ServeConfig) -> Bridge:
 
         def factory() -> Channel:
             return HttpChannel(url, timeout=args.upstream_timeout)
+
+        def credentialed_factory(authorization: str) -> Channel:
+            return HttpChannel(url, timeout=args.upstream_timeout, headers={"Authorization": authorization})
         per_principal = True
+        if args.forward_authorization:
+            credentialed = credentialed_factory
     return Bridge(factory, key_ring=ring, bus=bus, events=events, per_principal=per_principal,
                   max_sessions=args.upstream_sessions, idle_s=args.upstream_idle,
-                  upstream_timeout=args.upstream_timeout)
+                  upstream_timeout=args.upstream_timeout, credentialed=credentialed,
+                  max_watches=args.upstream_watches)

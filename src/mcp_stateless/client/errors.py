@@ -8,6 +8,7 @@ those still does. Bad arguments are a caller's bug and stay `ValueError`/`TypeEr
 from __future__ import annotations
 
 from collections.abc import Mapping
+from http import HTTPStatus
 from typing import Any
 
 from ..protocol import jsonrpc
@@ -56,15 +57,33 @@ class ChannelError(ClientError):
     """The channel could not deliver the request or lost it (base class)."""
 
 
-class HttpStatusError(ChannelError):
-    """An HTTP response that carries no JSON-RPC message (e.g. 404 text, 405, 5xx)."""
+# A proxy's answer for a request it had already passed on: the server may have run it (RFC 9110 15.6.3, 15.6.5).
+GATEWAY_LOST = frozenset({502, 504})
 
-    def __init__(self, status: int, body: bytes, headers: Mapping[str, str]) -> None:
-        snippet = body[:200].decode("utf-8", "replace")
-        super().__init__(f"HTTP {status}" + (f": {snippet}" if snippet else ""))
+
+class HttpStatusError(ChannelError):
+    """An HTTP response that carries no JSON-RPC message (e.g. 404 text, 405, 5xx). `lost` names the request a
+    gateway's 502 or 504 answered: a balancer whose instance died (or hung) after the request reached it, so
+    its outcome is unknown and it is not re-issued, which the message says instead of quoting the proxy's page."""
+
+    def __init__(self, status: int, body: bytes, headers: Mapping[str, str], *, lost: str | None = None) -> None:
+        if lost is not None:
+            message = (f"HTTP {status} {_phrase(status)}: a proxy in front of the server lost its answer to {lost}; "
+                       "the request may or may not have run and was not re-issued")
+        else:
+            snippet = body[:200].decode("utf-8", "replace")
+            message = f"HTTP {status}" + (f": {snippet}" if snippet else "")
+        super().__init__(message)
         self.status = status
         self.body = body
         self.headers = dict(headers)
+
+
+def _phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
 
 
 class AuthenticationError(HttpStatusError):

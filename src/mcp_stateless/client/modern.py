@@ -17,7 +17,15 @@ from ..protocol.meta import META_PROGRESS_TOKEN, META_SERVER_INFO, META_SUBSCRIP
 from ..protocol.mrtr import MRTR_METHODS
 from ..protocol.versions import MODERN_VERSIONS
 from .channels import Channel, Message
-from .errors import InvalidResult, RequestTimeout, ServerError, StreamBroken, TooManyRounds
+from .errors import (
+    GATEWAY_LOST,
+    HttpStatusError,
+    InvalidResult,
+    RequestTimeout,
+    ServerError,
+    StreamBroken,
+    TooManyRounds,
+)
 from .events import Acknowledged, ListenEnded, ServerEvent, event_for, obj
 from .handlers import Handlers
 from .session import Era, Progress
@@ -151,6 +159,10 @@ class ModernSession:
                         return {**m, "id": id_}  # HTTP: one request per POST, so an id-less error rejects it
                     continue
                 self._notification(m, progress)
+        except HttpStatusError as e:
+            if e.status in GATEWAY_LOST:
+                raise HttpStatusError(e.status, e.body, e.headers, lost=msg["method"]) from None
+            raise
         finally:
             await ex.aclose()
         raise StreamBroken(

@@ -54,7 +54,7 @@ class ListenSource(Protocol):
 
 # Held from a stream's acknowledgement to its end with the filter it honoured (the bridge subscribes
 # upstream for the stream's URIs with it); raising McpError refuses the stream before acknowledging.
-Watch = Callable[[dict[str, Any]], AbstractAsyncContextManager[None]]
+Watch = Callable[[dict[str, Any], Call], AbstractAsyncContextManager[None]]
 
 
 class UriFilter:
@@ -163,7 +163,7 @@ class Listeners:
         tag = {META_SUBSCRIPTION_ID: sid}
         async with contextlib.AsyncExitStack() as held:
             if self.watch is not None:
-                await held.enter_async_context(self.watch(honoured))
+                await held.enter_async_context(self.watch(honoured, call))
             with self._subscription() as sub:
                 await sub.ready()  # on a shared bus, acknowledge only once events from other instances arrive
                 yield ListenEvent({
@@ -184,6 +184,8 @@ class Listeners:
                     if ev.kind == "end":
                         yield _end(sid)
                         return
+                    if ev.audience is not None and ev.audience != call.principal.id:
+                        continue  # another caller's change (state.events.ChangeEvent.audience)
                     if ev.kind == "task":
                         task_msg = await self._task_message(ev.uri, task_ids, call.principal.id, tag)
                         if task_msg is not None:

@@ -27,8 +27,13 @@ CHANGES_TOPIC = "changes"
 
 @dataclass(frozen=True, slots=True)
 class ChangeEvent:
+    """`audience`, when set, is the one principal (its id) whose listen streams hear the event: a change
+    seen by an upstream session opened with that caller's credentials (the bridge's) tells of that caller's
+    view, so it is never fanned out to another's."""
+
     kind: EventKind
     uri: str | None = None  # the resource URI, or the task id for "task" events
+    audience: str | None = None
 
 
 END = ChangeEvent("end")
@@ -218,7 +223,9 @@ class SharedSubscription:
 
 
 def encode_change(event: ChangeEvent) -> bytes:
-    return orjson.dumps([event.kind, event.uri])
+    if event.audience is None:  # the payload every reader already knows
+        return orjson.dumps([event.kind, event.uri])
+    return orjson.dumps([event.kind, event.uri, event.audience])
 
 
 @functools.lru_cache(maxsize=1024)
@@ -226,14 +233,19 @@ def decode_change(payload: bytes) -> ChangeEvent | None:
     """The event a payload carries, or None when it is malformed. Cached: every reader of one event
     receives the same bytes, so it is decoded once per process, not once per reader."""
     try:
-        kind, uri = orjson.loads(payload)
+        kind, uri, *rest = orjson.loads(payload)
     except (orjson.JSONDecodeError, TypeError, ValueError):
         return None
     if kind not in ("tools", "prompts", "resources", "resource_updated", "task", "end"):
         return None
     if uri is not None and not isinstance(uri, str):
         return None
-    return ChangeEvent(kind, uri)
+    if not rest:
+        return ChangeEvent(kind, uri)
+    # An addressed event whose audience cannot be read is dropped, never heard by everyone.
+    if len(rest) != 1 or not isinstance(rest[0], str):
+        return None
+    return ChangeEvent(kind, uri, rest[0])
 
 
 _END_PAYLOAD = encode_change(END)
