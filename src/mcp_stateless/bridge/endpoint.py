@@ -28,6 +28,7 @@ import orjson
 
 from ..client.channels import Channel
 from ..client.errors import AuthenticationError, ChannelError, ClientError
+from ..client.session import Progress
 from ..protocol import card, errors
 from ..protocol.endpoint import Call, ListenItem, Reply
 from ..protocol.envelope import MethodTable, Request
@@ -40,7 +41,7 @@ from ..state.base import Bus
 from ..state.events import ChangeEventBus, EventBus, MemoryEventBus
 from .credentials import ForwardedCredentials, credential_of
 from .events import Relay, UpstreamView, Watch, Watches
-from .pool import ASKABLE_CALLS, Asker, Lease, UpstreamPool, unprompted
+from .pool import ASKABLE_CALLS, ASKING, Asker, Lease, UpstreamPool, unprompted
 
 log = logging.getLogger("mcp_stateless.bridge")
 
@@ -209,8 +210,13 @@ class Bridge:
         try:
             if req.method == "server/discover":
                 result = await self._discover(req, call)
-            elif req.method in ASKABLE_CALLS:
+            elif req.method in ASKABLE_CALLS and (_may_ask(req.capabilities) or "requestState" in req.params):
                 result = await self._askable(req, call)
+            elif req.method in ASKABLE_CALLS:
+                # No capability that lets the upstream ask: its session declares no handler, so no question
+                # can come, and the call needs no pending record, task or queue (the common case, and the
+                # bridge's hot path).
+                result = await self._forward(req, call, progress=self._progress(req, call), a_call=True)
             else:
                 result = await self._forward(req, call)
         except McpError as e:
@@ -264,18 +270,37 @@ class Bridge:
                              "instructions": s.instructions, "version": s.version, "transport": s.transport}
         return lease
 
-    async def _forward(self, req: Request, call: Call) -> dict[str, Any]:
+    async def _forward(self, req: Request, call: Call, *, progress: Progress | None = None,
+                       a_call: bool = False) -> dict[str, Any]:
+        """`req` on a pooled session, answered here. `a_call`: a call cancelled mid-flight (its modern stream
+        dropped) leaves the session broken, as `_run` does: the call's answer may still arrive on it."""
         lease = await self._acquire(req.capabilities, call)
         broken = False
         try:
-            return await lease.session.request(req.method, _upstream_params(req.params))
+            return await lease.session.request(req.method, _upstream_params(req.params), progress=progress)
         except McpError:
             raise
         except (ClientError, ChannelError, OSError, TimeoutError) as e:
             broken = True
             raise McpError(errors.INTERNAL_ERROR, f"the upstream server failed: {e}") from None
+        except asyncio.CancelledError:
+            broken = a_call
+            raise
         finally:
             await self.pool.release(lease, broken=broken)
+
+    @staticmethod
+    def _progress(req: Request, call: Call) -> Progress | None:
+        """The upstream call's progress relayed to the modern request's own stream, under its token."""
+        if req.progress_token is None or call.outbox is None:
+            return None
+        outbox, token = call.outbox, req.progress_token
+
+        def progress(params: dict[str, Any]) -> None:
+            p = {k: v for k, v in params.items() if k != "progressToken"}
+            outbox.emit({"jsonrpc": "2.0", "method": "notifications/progress",
+                         "params": {"progressToken": token, **p}})
+        return progress
 
     # -- MRTR over server->client requests --------------------------------------------------------------
     async def _askable(self, req: Request, call: Call) -> dict[str, Any]:
@@ -296,14 +321,7 @@ class Bridge:
         return await self._next(pending, sctx)
 
     async def _run(self, pending: Pending, req: Request, call: Call) -> None:
-        progress = None
-        if req.progress_token is not None and call.outbox is not None:
-            outbox, token = call.outbox, req.progress_token
-
-            def progress(params: dict[str, Any]) -> None:
-                p = {k: v for k, v in params.items() if k != "progressToken"}
-                outbox.emit({"jsonrpc": "2.0", "method": "notifications/progress",
-                             "params": {"progressToken": token, **p}})
+        progress = self._progress(req, call)
         broken = False
         lease = pending.lease
         assert lease is not None
@@ -433,6 +451,12 @@ class Bridge:
 
 def _ctx_of(ctx: StateContext) -> dict[str, str]:
     return {"p": ctx.principal, "m": ctx.method, "d": ctx.digest}
+
+
+def _may_ask(capabilities: dict[str, Any]) -> bool:
+    """Whether a request declares a capability the upstream could ask under (its session is then the
+    call's alone, and a question becomes an MRTR round)."""
+    return any(k in capabilities for k in ASKING)
 
 
 def _upstream_params(params: dict[str, Any]) -> dict[str, Any]:
