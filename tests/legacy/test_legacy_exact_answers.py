@@ -76,17 +76,31 @@ async def test_a_bad_log_level_is_invalid_params_naming_the_levels() -> None:
         "message": "level must be one of debug, info, notice, warning, error, critical, alert, emergency"}}
 
 
-async def test_a_prompt_needing_an_undeclared_capability_is_invalid_request_with_its_id() -> None:
+NEEDS_ELICITATION = ("This request needs the client capability: elicitation (the client did not declare it at "
+                     "initialize)")
+
+
+async def test_a_request_needing_an_undeclared_capability_is_a_tool_error_or_invalid_request() -> None:
     app = make_app()
+
+    @app.tool()
+    def ask_name(ctx: Context) -> str:
+        """Asks the user's name"""
+        ctx.elicit("What is your name?", NAME_FORM, key="name")
+        return "asked"
+
     server = LegacyServer(app)
     session = await opened(server)  # no elicitation declared
+    # A tool call: a tool error the model can read (agent frameworks abort a run on a JSON-RPC error).
+    tool = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "ask_name", "arguments": {}}}
+    assert (await server.exchange("POST", tool, session, ANONYMOUS, False)).message == {
+        "jsonrpc": "2.0", "id": 9, "result": {"content": [{"type": "text", "text": NEEDS_ELICITATION}],
+                                              "isError": True}}
+    # Any other request: -32600 with the same message, and the modern refusal's data.
     get = {"jsonrpc": "2.0", "id": "p1", "method": "prompts/get", "params": {"name": "named"}}
-    reply = await server.exchange("POST", get, session, ANONYMOUS, False)
-    assert reply.message is not None and reply.message["id"] == "p1"
-    error = reply.message["error"]
-    assert error["code"] == -32600
-    assert error["message"].endswith(" (the client did not declare it at initialize)")
-    assert "elicitation" in error["message"]
+    assert (await server.exchange("POST", get, session, ANONYMOUS, False)).message == {
+        "jsonrpc": "2.0", "id": "p1", "error": {"code": -32600, "message": NEEDS_ELICITATION,
+                                                "data": {"requiredCapabilities": {"elicitation": {"form": {}}}}}}
 
 
 async def test_an_update_of_an_ended_session_raises_session_gone() -> None:
@@ -335,3 +349,79 @@ async def test_unsubscribing_needs_no_scope_and_a_session_ended_meanwhile_is_unk
         assert reply.kind is LegacyOutcome.UNKNOWN_SESSION
         assert reply.message == {"jsonrpc": "2.0", "id": n, "error": {
             "code": -32001, "message": "Session not found: it was terminated"}}
+
+
+async def test_a_question_from_a_call_answered_as_json_has_nowhere_to_go() -> None:
+    app = App("exact-no-stream", "1.0.0")
+
+    @app.tool()
+    def ask_name(ctx: Context) -> str:
+        """Asks the user's name"""
+        ctx.elicit("What is your name?", NAME_FORM, key="name")
+        return "asked"
+
+    server = LegacyServer(app)
+    headers = await opened(server, {"elicitation": {}})
+    # can_sse False: the client takes only a JSON response, so no request can be sent to it mid-call.
+    reply = await server.exchange("POST", call(9, "ask_name"), headers, ANONYMOUS, False)
+    assert reply.message == {"jsonrpc": "2.0", "id": 9, "error": {
+        "code": -32603, "message": "this call has no stream to send a request to the client on"}}
+
+
+async def test_a_running_call_holds_one_place_of_its_session_and_of_its_principal() -> None:
+    app = streaming_app()
+    server = LegacyServer(app)
+    headers = await opened(server)
+    session = server.sessions.open(headers["mcp-session-id"], ANONYMOUS.id)
+    assert session is not None
+    reply = await server.exchange("POST", call(1, "slowly", progress=True), headers, ANONYMOUS, True)
+    assert reply.stream is not None
+    assert server.calls.in_flight() == ({session.key: 1}, {ANONYMOUS.id: 1})
+    items = [item async for item in reply.stream]  # to the call's end
+    assert isinstance(items[-1], SseEvent) and items[-1].message is not None and items[-1].message["id"] == 1
+    for _ in range(100):
+        if server.calls.in_flight() == ({}, {}):
+            break
+        await asyncio.sleep(0.01)
+    assert server.calls.in_flight() == ({}, {})
+
+
+async def test_a_response_nobody_waits_for_is_refused_naming_its_id() -> None:
+    app = make_app()
+    server = LegacyServer(app)
+    headers = await opened(server, {"elicitation": {}})
+    for rid in (5, "abc", "mcps-abc.never-asked"):
+        reply = await server.exchange("POST", {"jsonrpc": "2.0", "id": rid, "result": {}}, headers, ANONYMOUS, False)
+        assert reply.kind is LegacyOutcome.BAD_REQUEST, rid
+        assert reply.message == {"jsonrpc": "2.0", "error": {
+            "code": -32600, "message": f"no request with id {rid!r} is waiting for a response"}}
+
+
+async def test_set_level_is_kept_in_the_sessions_state() -> None:
+    app = make_app()
+    server = LegacyServer(app)
+    headers = await opened(server)
+    session = server.sessions.open(headers["mcp-session-id"], ANONYMOUS.id)
+    assert session is not None
+    level = {"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": {"level": "error"}}
+    assert (await server.exchange("POST", level, headers, ANONYMOUS, False)).message == {
+        "jsonrpc": "2.0", "id": 1, "result": {}}
+    state = await server.sessions.state(session)
+    assert state is not None and state.log_level == "error"
+
+
+async def test_a_delete_ends_the_session_and_frees_its_principals_place() -> None:
+    app = make_app()
+    server = LegacyServer(app, max_sessions_per_principal=1)
+    dana = Principal("dana")
+    first = await opened(server, who=dana)
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "exact", "version": "1"}}}
+    over = await server.exchange("POST", init, PLAIN, dana, False)
+    assert over.kind is LegacyOutcome.TOO_MANY and over.session_id is None
+    session = server.sessions.open(first["mcp-session-id"], dana.id)
+    assert session is not None
+    assert (await server.exchange("DELETE", None, first, dana, False)).kind is LegacyOutcome.OK
+    assert await server.sessions.state(session) is None
+    again = await server.exchange("POST", init, PLAIN, dana, False)
+    assert again.kind is LegacyOutcome.OK and again.session_id is not None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -18,6 +19,10 @@ from mcp_stateless.protocol.endpoint import KEEPALIVE, LegacyItem, LegacyOutcome
 from mcp_stateless.protocol.principal import ANONYMOUS, Principal
 from mcp_stateless.server.legacy import LegacyServer
 from mcp_stateless.server.legacy.sse import CHANNEL_NS, _ByteBoundedQueue
+from mcp_stateless.state import StateBundle
+from mcp_stateless.state.events import ChangeEventBus
+from mcp_stateless.state.handles import HandleStore
+from mcp_stateless.state.memory import MemoryBus, MemoryRecords
 
 NAME_FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 HEADERS = {"content-type": "application/json"}
@@ -286,3 +291,101 @@ async def test_the_byte_bounded_queue() -> None:
     assert await asyncio.wait_for(waiter, 1) == "late"
     r.close()
     assert await asyncio.wait_for(r.get(), 1) is None
+
+
+async def test_of_two_initializes_sent_at_once_one_wins_and_a_bad_one_is_answered_on_the_stream() -> None:
+    app = make_app()
+    server = LegacyServer(app)
+    ch = await open_channel(server)
+    try:
+        bad = await ch.post(rpc("initialize", {"capabilities": {}}, "b"))  # no protocolVersion: no session
+        assert bad.kind is LegacyOutcome.ACCEPTED
+        refused = await ch.message()
+        assert refused["id"] == "b" and refused["error"]["code"] == -32602
+        # Sent together: in one process the first is through before the second reads the channel's record
+        # (the swap that settles a race between instances is not reached here).
+        first, second = await asyncio.gather(ch.post(INIT), ch.post({**INIT, "id": 1}))
+        kinds = sorted([first.kind.value, second.kind.value])
+        assert kinds == ["accepted", "bad_request"]
+        lost = first if first.kind is LegacyOutcome.BAD_REQUEST else second
+        assert lost.message is not None and lost.message["error"] == {
+            "code": -32600, "message": "this SSE session is initialized already"}
+        assert lost.message["id"] in (0, 1)
+        won = await ch.message()
+        assert won["id"] != lost.message["id"] and won["result"]["protocolVersion"] == "2024-11-05"
+    finally:
+        await ch.close()
+
+
+async def test_an_initialize_over_the_principals_session_bound_is_refused_on_the_stream() -> None:
+    app = make_app()
+    server = LegacyServer(app, max_sessions_per_principal=1)
+    carol = Principal("carol")
+    a, b = await open_channel(server, carol), await open_channel(server, carol)
+    try:
+        await initialized(a)
+        assert (await b.post({**INIT, "id": 4})).kind is LegacyOutcome.ACCEPTED
+        assert await b.message() == {"jsonrpc": "2.0", "id": 4, "error": {
+            "code": -32600, "message": "Too many sessions: this principal has 1 open; end one (DELETE) or wait "
+                                       "for one to expire", "data": {"limit": 1, "scope": "sessions"}}}
+        # No session was recorded for the refused channel: its requests still need initialize.
+        assert (await b.post(rpc("ping", {}, 5))).kind is LegacyOutcome.ACCEPTED
+        assert (await b.message())["error"]["message"] == "send initialize first (ping before initialize)"
+    finally:
+        await a.close()
+        await b.close()
+
+
+class Swaps(MemoryRecords):
+    """The memory engine, with the expiry of every swap kept by (namespace, key)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.swapped: dict[tuple[str, str], float | None] = {}
+
+    async def swap(self, ns: str, key: str, expected_version: int, data: bytes, *,
+                   expires_at: float | None = None, due: float | None = None) -> bool:
+        self.swapped[(ns, key)] = expires_at
+        return await super().swap(ns, key, expected_version, data, expires_at=expires_at, due=due)
+
+
+async def test_a_channel_lives_the_session_lifetime_from_its_initialize() -> None:
+    app = make_app()
+    records, bus = Swaps(), MemoryBus()
+    app.use_state(StateBundle("memory://", records, bus, HandleStore(records), ChangeEventBus(bus)))
+    server = LegacyServer(app, session_ttl_s=600.0)
+    ch = await open_channel(server)
+    try:
+        t0 = time.time()
+        await initialized(ch)
+        (expires,) = [e for (ns, _), e in records.swapped.items() if ns == CHANNEL_NS]
+        assert expires is not None and t0 + 600.0 <= expires <= time.time() + 600.0
+    finally:
+        await ch.close()
+
+
+async def test_a_cancelled_call_stops_its_handler_and_sends_nothing_more() -> None:
+    app = make_app()
+    finished: list[str] = []
+
+    @app.tool()
+    async def slow() -> str:
+        """Takes a while"""
+        await asyncio.sleep(0.3)
+        finished.append("slow")
+        return "slow done"
+
+    server = LegacyServer(app)
+    ch = await open_channel(server)
+    try:
+        await initialized(ch)
+        assert (await ch.post(rpc("tools/call", {"name": "slow", "arguments": {}}, 8))).kind is LegacyOutcome.ACCEPTED
+        await asyncio.sleep(0.05)
+        cancel = await ch.post(rpc("notifications/cancelled", {"requestId": 8}))
+        assert cancel.kind is LegacyOutcome.ACCEPTED
+        await ch.post(rpc("ping", {}, 9))
+        assert await ch.message() == {"jsonrpc": "2.0", "id": 9, "result": {}}
+        await asyncio.sleep(0.5)
+        assert finished == [] and ch.items.empty()
+    finally:
+        await ch.close()
