@@ -52,6 +52,8 @@ if target != "core":
     table = dict(config["tool"]["mutmut"])
     table["only_mutate"] = chosen["only_mutate"]
     table["pytest_add_cli_args_test_selection"] = chosen["tests"]
+    if "timeout_multiplier" in chosen:  # mutmut's wall bound per mutant: (tests' time + 1 s) x this
+        table["timeout_multiplier"] = chosen["timeout_multiplier"]
     body = "".join(f"{key} = {json.dumps(value)}\n" for key, value in table.items())
     text = re.sub(r"(?ms)^\[tool\.mutmut\]\n.*?(?=^\[)", lambda _: "[tool.mutmut]\n" + body + "\n", text)
     path.write_text(text)

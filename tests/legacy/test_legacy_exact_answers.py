@@ -197,8 +197,11 @@ async def test_a_get_stream_needs_sse_and_an_event_id_this_server_sent() -> None
     fresh = await server.exchange("GET", None, session, ANONYMOUS, True)
     assert fresh.kind is LegacyOutcome.OK and fresh.stream is not None
     assert await anext(fresh.stream) == SseEvent(None, id="get:1", retry=1000)  # from now on: the head
+    await server.exchange("POST", call(3, "change_tools"), session, ANONYMOUS, False)
+    assert await asyncio.wait_for(anext(fresh.stream), 3) == SseEvent(
+        {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}, id="get:2")
     await fresh.stream.aclose()
-    for asked, primed in (("get:0", "get:0"), ("get:99", "get:1")):  # beyond the head: the log was reset
+    for asked, primed in (("get:0", "get:0"), ("get:99", "get:2")):  # beyond the head: the log was reset
         resumed = await server.exchange("GET", None, {**session, "last-event-id": asked}, ANONYMOUS, True)
         assert resumed.kind is LegacyOutcome.OK and resumed.stream is not None
         assert await anext(resumed.stream) == SseEvent(None, id=primed, retry=1000)
@@ -418,7 +421,7 @@ async def test_a_delete_ends_the_session_and_frees_its_principals_place() -> Non
     init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "exact", "version": "1"}}}
     over = await server.exchange("POST", init, PLAIN, dana, False)
-    assert over.kind is LegacyOutcome.TOO_MANY and over.session_id is None
+    assert over.kind is LegacyOutcome.TOO_MANY and over.session_id is None and over.retry_after_s == 60
     session = server.sessions.open(first["mcp-session-id"], dana.id)
     assert session is not None
     assert (await server.exchange("DELETE", None, first, dana, False)).kind is LegacyOutcome.OK

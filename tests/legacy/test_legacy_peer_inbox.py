@@ -131,7 +131,7 @@ class Written(MemoryRecords):
     def __init__(self) -> None:
         super().__init__()
         self.created: dict[str, float | None] = {}
-        self.deleted: list[str] = []
+        self.deleted: list[tuple[str, str]] = []
 
     async def create(self, ns: str, key: str, data: bytes, *, expires_at: float | None = None,
                      due: float | None = None) -> bool:
@@ -139,7 +139,7 @@ class Written(MemoryRecords):
         return await super().create(ns, key, data, expires_at=expires_at, due=due)
 
     async def delete(self, ns: str, key: str) -> bool:
-        self.deleted.append(key)
+        self.deleted.append((ns, key))
         return await super().delete(ns, key)
 
 
@@ -190,4 +190,18 @@ async def test_an_unanswered_ask_deletes_its_pending_record() -> None:
     task, request = await asked(a, session("s1"))
     with pytest.raises(McpError):
         await asyncio.wait_for(task, 5)
-    assert records.deleted == [request["id"]]
+    assert records.deleted == [(PENDING_NS, request["id"])]
+
+
+async def test_what_is_not_an_answer_on_the_inbox_topic_is_skipped_and_the_inbox_reads_on() -> None:
+    state = open_bundle()
+    a = instance(state, state.bus)
+    s = session("s1")
+    task, request = await asked(a, s)
+    topic = answer_topic(request["id"])
+    for junk in (b"not json", b"[1]", orjson.dumps({"id": 5}), orjson.dumps({"id": "mcps-unknown.x"})):
+        await state.bus.publish(topic, junk)
+    await asyncio.sleep(0.05)
+    assert not task.done()
+    assert await a.answer(s, LegacyResponse(request["id"], {"action": "accept"}, None))
+    assert await asyncio.wait_for(task, 5) == {"action": "accept"}

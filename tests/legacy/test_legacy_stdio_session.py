@@ -35,6 +35,13 @@ def make_app(finished: list[str]) -> App:
         return "changed"
 
     @app.tool()
+    async def chatty(ctx: Context) -> str:
+        """Logs at info and at error"""
+        ctx.log("info", "info line")
+        ctx.log("error", "error line")
+        return "logged"
+
+    @app.tool()
     async def slow() -> str:
         """Takes a while"""
         await asyncio.sleep(0.3)
@@ -116,3 +123,43 @@ async def test_a_cancelled_request_writes_nothing_and_aclose_stops_what_runs() -
     await app.notify_tools_changed()
     await asyncio.sleep(0.4)
     assert finished == [] and len(out) == n
+
+
+async def test_an_id_is_free_again_once_its_request_is_answered_and_the_session_level_applies() -> None:
+    app = make_app([])
+    out: list[dict[str, Any]] = []
+    s = LegacyServer(app).stdio_session(ANONYMOUS, out.append)
+    try:
+        s.receive(INIT)
+        s.receive(INITIALIZED)
+        s.receive({"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": {"level": "error"}})
+        assert await until(out, lambda m: m.get("id") == 1) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+        s.receive(call(1, "chatty"))  # the same id, now that its first request was answered
+        done = await until(out, lambda m: m.get("id") == 1 and "content" in m.get("result", {}))
+        assert done["result"]["content"] == [{"type": "text", "text": "logged"}]
+        logs = [m["params"]["data"] for m in out if m.get("method") == "notifications/message"]
+        assert logs == ["error line"]  # the session's level (error) holds for its later requests
+    finally:
+        await s.aclose()
+
+
+async def test_list_changes_start_at_initialized_once_whatever_else_the_client_notifies() -> None:
+    app = make_app([])
+    out: list[dict[str, Any]] = []
+    s = LegacyServer(app).stdio_session(ANONYMOUS, out.append)
+    try:
+        s.receive(INIT)
+        s.receive({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})  # not initialized
+        await asyncio.sleep(0.05)
+        await app.notify_tools_changed()
+        await asyncio.sleep(0.05)
+        assert CHANGED not in out
+        s.receive(INITIALIZED)
+        s.receive(INITIALIZED)  # a second one starts nothing more
+        await asyncio.sleep(0.05)
+        await app.notify_tools_changed()
+        await until(out, lambda m: m == CHANGED)
+        await asyncio.sleep(0.1)
+        assert out.count(CHANGED) == 1
+    finally:
+        await s.aclose()
