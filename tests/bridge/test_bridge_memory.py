@@ -58,6 +58,12 @@ def upstream() -> App:
         return "counted"
 
     @app.tool()
+    async def touch(uri: str) -> str:
+        """Marks a resource updated"""
+        await app.notify_resource_updated(uri)
+        return f"touched {uri}"
+
+    @app.tool()
     async def toggle() -> str:
         """Says the tool list changed"""
         await app.notify_tools_changed()
@@ -113,7 +119,7 @@ async def test_discover_answers_from_the_upstreams_initialize_with_what_the_brid
 
 async def test_lists_and_reads_are_forwarded_with_cache_hints_and_calls_without(bridge: Bridge) -> None:
     tools = (await ask(bridge, "tools/list")).message["result"]
-    assert [t["name"] for t in tools["tools"]] == ["greet", "ask_name", "two_rounds", "count", "toggle"]
+    assert [t["name"] for t in tools["tools"]] == ["greet", "ask_name", "two_rounds", "count", "touch", "toggle"]
     assert (tools["resultType"], tools["ttlMs"], tools["cacheScope"]) == ("complete", 0, "public")
     read = (await ask(bridge, "resources/read", {"uri": "test://watched"})).message["result"]
     assert read["contents"] == [{"uri": "test://watched", "text": "watched content", "mimeType": "text/plain"}]
@@ -213,6 +219,11 @@ async def test_a_retry_on_another_instance_is_routed_to_the_holder_over_the_bus(
         assert second["resultType"] == "input_required"
         assert second["inputRequests"]["q2"]["params"]["message"] == "Second?"
         assert b.pending == {} and len(a.pending) == 1  # the call stays where it runs
+        replay = await ask(b, "tools/call", {  # the first round's state again, through the other instance
+            "name": "two_rounds", "arguments": {},
+            "inputResponses": {"q2": {"action": "accept", "content": {"name": "Bo"}}},
+            "requestState": first["requestState"]}, ELICIT)
+        assert replay.message["error"] == {"code": -32602, "message": "this round was answered already"}
         done = (await ask(b, "tools/call", {
             "name": "two_rounds", "arguments": {},
             "inputResponses": {"q2": {"action": "accept", "content": {"name": "Bo"}}},
@@ -333,3 +344,152 @@ async def test_an_upstream_list_change_is_a_listen_event_and_the_card_names_the_
                                      "resourcesListChanged": True, "resourceSubscriptions": True}
     assert card.bridge["perInstanceUpstream"] is True
     assert card.bridge["bridge"]["name"] == "mcp-stateless-bridge"
+
+
+async def test_a_resource_subscription_of_a_listen_stream_is_held_upstream_while_the_stream_is(
+        bridge: Bridge) -> None:
+    stream = bridge.listen(req("subscriptions/listen", {"notifications": {
+        "resourceSubscriptions": ["test://watched"]}}, id_=8), Call())
+    ack = await asyncio.wait_for(anext(stream), 3)
+    assert isinstance(ack, ListenEvent)
+    assert ack.message["params"]["notifications"] == {"resourceSubscriptions": ["test://watched"]}
+    assert bridge.watch.subscribed == {"test://watched"} and bridge.watch.streams == 1
+    assert bridge.watch.lease is not None and bridge.watch.lease.busy == 1  # held: never evicted meanwhile
+    await ask(bridge, "tools/call", {"name": "touch", "arguments": {"uri": "test://other"}})
+    await ask(bridge, "tools/call", {"name": "touch", "arguments": {"uri": "test://watched"}})
+    event = await asyncio.wait_for(anext(stream), 3)
+    assert isinstance(event, ListenEvent)
+    assert event.message == {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {
+        "uri": "test://watched", "_meta": {"io.modelcontextprotocol/subscriptionId": 8}}}
+    await stream.aclose()
+    for _ in range(100):  # unsubscribing upstream runs after the stream's end, in a task of its own
+        if bridge.watch.lease is None:
+            break
+        await asyncio.sleep(0.01)
+    assert bridge.watch.lease is None and bridge.watch.subscribed == set() and bridge.watch.streams == 0
+    assert {lease.busy for lease in bridge.pool.leases} == {0}
+
+
+def test_an_upstream_notification_is_the_change_it_announces() -> None:
+    from mcp_stateless.bridge.events import change_of
+    from mcp_stateless.state.events import ChangeEvent
+
+    for method, kind in (("notifications/tools/list_changed", "tools"),
+                         ("notifications/prompts/list_changed", "prompts"),
+                         ("notifications/resources/list_changed", "resources")):
+        assert change_of({"jsonrpc": "2.0", "method": method}) == ChangeEvent(kind)  # type: ignore[arg-type]
+    assert change_of({"method": "notifications/resources/updated", "params": {"uri": "a://b"}}) == ChangeEvent(
+        "resource_updated", "a://b")
+    for junk in ({"method": "notifications/resources/updated"}, {"method": "notifications/resources/updated",
+                                                                  "params": {"uri": ""}},
+                 {"method": "notifications/resources/updated", "params": {"uri": 5}},
+                 {"method": "notifications/resources/updated", "params": ["a://b"]},
+                 {"method": "notifications/message", "params": {}}, {"method": 5}, {"id": 1, "result": {}}):
+        assert change_of(junk) is None, junk
+
+
+async def test_the_relay_coalesces_a_change_still_waiting_and_bounds_what_waits(
+        caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from mcp_stateless.bridge.events import Relay
+    from mcp_stateless.state.events import ChangeEvent, MemoryEventBus
+
+    bus = MemoryEventBus()
+    sub = bus.subscribe()
+    relay = Relay(bus, max_pending=2)
+    try:
+        with caplog.at_level(logging.WARNING, logger="mcp_stateless.bridge"):
+            relay.notify({"method": "notifications/tools/list_changed"})
+            relay.notify({"method": "notifications/tools/list_changed"})  # equal to one waiting: coalesced
+            relay.notify({"method": "notifications/prompts/list_changed"})
+            relay.notify({"method": "notifications/resources/list_changed"})  # a third distinct: dropped
+            relay.notify({"method": "notifications/resources/list_changed"})
+            relay.notify({"method": "notifications/message"})  # not a change: nothing
+        assert (relay.coalesced, relay.dropped) == (1, 2)
+        warned = [r.getMessage() for r in caplog.records if r.name == "mcp_stateless.bridge"]
+        assert warned == ["more than 2 upstream changes wait to be published: dropping"]  # once
+        got = [await asyncio.wait_for(sub.get(1), 3) for _ in range(2)]
+        assert got == [ChangeEvent("tools"), ChangeEvent("prompts")]  # in order
+        relay.notify({"method": "notifications/tools/list_changed"})  # published already: a new change
+        assert await asyncio.wait_for(sub.get(1), 3) == ChangeEvent("tools")
+    finally:
+        await relay.aclose()
+        sub.close()
+
+
+def test_the_capabilities_honoured_are_the_upstreams_flags_that_are_true_and_no_others() -> None:
+    from mcp_stateless.bridge.endpoint import _modern_capabilities
+
+    assert _modern_capabilities({
+        "tools": {"listChanged": False, "x": 1}, "prompts": {"listChanged": True},
+        "resources": {"subscribe": False, "listChanged": True}, "completions": {}, "logging": {},
+        "experimental": {"y": {}}, "tasks": {"list": {}}, "sampling": "no"}) == {
+        "tools": {"x": 1}, "prompts": {"listChanged": True}, "resources": {"listChanged": True}, "completions": {}}
+    assert _modern_capabilities({"tools": True}) == {}
+
+
+async def test_the_card_of_an_upstream_with_a_title_and_no_instructions() -> None:
+    app = App("titled-upstream", "3.1.0", title="Titled Upstream")
+    b = bridge_to(app)
+    try:
+        assert b.card_identity().bridge["upstream"] is None  # type: ignore[index]  # before any session
+        assert b.card_identity().name == "dev.mcp-stateless.local/mcp-stateless-bridge"
+        await b.startup()
+        card = b.card_identity()
+        assert card.name == "dev.mcp-stateless.local/titled-upstream" and card.version == "3.1.0"
+        assert card.bridge is not None and card.bridge["bridge"] == {"name": "mcp-stateless-bridge",
+                                                                     "version": card.bridge["bridge"]["version"]}
+        assert card.bridge["bridge"]["version"] == b.card_identity().bridge["bridge"]["version"] != ""  # type: ignore[index]
+        assert card.title == "Titled Upstream"
+        assert card.description == "Titled Upstream: an MCP server"  # no instructions: named by its title
+        assert card.bridge["upstream"]["title"] == "Titled Upstream"
+        assert card.bridge["eras"]["upstream"] == {"era": "legacy", "versions": ["2025-11-25"]}
+    finally:
+        await b.aclose()
+
+
+async def test_an_upstream_that_is_not_there_at_start_up_is_logged_and_tried_again_on_demand(
+        caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    tries: list[int] = []
+    app = upstream()
+
+    def flaky() -> MemoryChannel:
+        tries.append(1)
+        if len(tries) == 1:
+            raise OSError("not yet")
+        return MemoryChannel(app, legacy=LegacyServer(app))
+
+    b = Bridge(flaky, probe_timeout=2.0)
+    try:
+        with caplog.at_level(logging.WARNING, logger="mcp_stateless.bridge"):
+            await b.startup()
+        assert [r.getMessage() for r in caplog.records if r.name == "mcp_stateless.bridge"] == [
+            "the upstream did not answer at start-up (the upstream server is unavailable: not yet): it is tried "
+            "again on demand"]
+        assert b.upstream is None
+        discover = (await ask(b, "server/discover")).message["result"]  # learnt on the first request
+        assert discover["instructions"] == "Be nice." and b.upstream is not None
+        assert b.pool.opened == 1 and {lease.busy for lease in b.pool.leases} == {0}
+    finally:
+        await b.aclose()
+
+
+async def test_a_question_after_the_calls_answer_is_refused_at_once() -> None:
+    from mcp_stateless.bridge.endpoint import Pending
+    from mcp_stateless.protocol.errors import McpError
+
+    pending = Pending("p1")
+    pending.end()
+    with pytest.raises(McpError) as refused:
+        await pending.ask("roots/list", {})
+    assert refused.value.code == -32600
+    assert refused.value.message.startswith("roots/list cannot be answered here: the 2026-07-28 client")
+    live = Pending("p2")
+    asked = asyncio.ensure_future(live.ask("sampling/createMessage", {"x": 1}))
+    kind, (method, params, fut) = await asyncio.wait_for(live.events.get(), 3)
+    assert (kind, method, params) == ("ask", "sampling/createMessage", {"x": 1})
+    fut.set_result({"ok": True})
+    assert await asyncio.wait_for(asked, 3) == {"ok": True}
