@@ -14,6 +14,7 @@ import pytest
 
 from mcp_stateless import App, Context
 from mcp_stateless.bridge import Bridge
+from mcp_stateless.bridge.pool import pool_key
 from mcp_stateless.client.memory import MemoryChannel
 from mcp_stateless.endpoint import Call, Reply, Request
 from mcp_stateless.protocol.endpoint import ListenEnd, ListenEvent
@@ -48,6 +49,18 @@ def upstream() -> App:
         first = ctx.elicit("First?", NAME_FORM, key="first")
         second = ctx.elicit("Second?", NAME_FORM, key="second")
         return f"{(first.content or {}).get('name')} then {(second.content or {}).get('name')}"
+
+    @app.tool()
+    def haiku(ctx: Context) -> str:
+        """Asks the client's model"""
+        said = ctx.sample("Say something", 20, key="poem")
+        content = said.get("content")
+        return f"{said.get('model')}: {content.get('text') if isinstance(content, dict) else ''}"
+
+    @app.tool()
+    def roots_count(ctx: Context) -> str:
+        """Asks the client for its roots"""
+        return f"{len(ctx.list_roots())} roots"
 
     @app.tool()
     async def count(ctx: Context) -> str:
@@ -119,7 +132,8 @@ async def test_discover_answers_from_the_upstreams_initialize_with_what_the_brid
 
 async def test_lists_and_reads_are_forwarded_with_cache_hints_and_calls_without(bridge: Bridge) -> None:
     tools = (await ask(bridge, "tools/list")).message["result"]
-    assert [t["name"] for t in tools["tools"]] == ["greet", "ask_name", "two_rounds", "count", "touch", "toggle"]
+    assert [t["name"] for t in tools["tools"]] == ["greet", "ask_name", "two_rounds", "haiku", "roots_count",
+                                                   "count", "touch", "toggle"]
     assert (tools["resultType"], tools["ttlMs"], tools["cacheScope"]) == ("complete", 0, "public")
     read = (await ask(bridge, "resources/read", {"uri": "test://watched"})).message["result"]
     assert read["contents"] == [{"uri": "test://watched", "text": "watched content", "mimeType": "text/plain"}]
@@ -493,3 +507,61 @@ async def test_a_question_after_the_calls_answer_is_refused_at_once() -> None:
     assert (kind, method, params) == ("ask", "sampling/createMessage", {"x": 1})
     fut.set_result({"ok": True})
     assert await asyncio.wait_for(asked, 3) == {"ok": True}
+
+
+@pytest.mark.parametrize(("tool", "caps", "method", "answer", "text"), [
+    ("haiku", {"sampling": {}}, "sampling/createMessage",
+     {"role": "assistant", "content": {"type": "text", "text": "rain"}, "model": "m1"}, "m1: rain"),
+    ("roots_count", {"roots": {}}, "roots/list", {"roots": [{"uri": "file:///a"}, {"uri": "file:///b"}]}, "2 roots"),
+    ("ask_name", {"elicitation": {"form": {}}}, "elicitation/create", {"action": "accept", "content": {"name": "Ida"}},
+     "Hello, Ida (accept)"),
+])
+async def test_each_declared_capability_lets_the_upstream_ask_and_the_question_is_a_round(
+        bridge: Bridge, tool: str, caps: dict[str, Any], method: str, answer: dict[str, Any], text: str) -> None:
+    first = (await ask(bridge, "tools/call", {"name": tool, "arguments": {}}, caps)).message["result"]
+    assert first["resultType"] == "input_required"
+    assert [q["method"] for q in first["inputRequests"].values()] == [method]
+    (key,) = first["inputRequests"]
+    done = (await ask(bridge, "tools/call", {"name": tool, "arguments": {}, "inputResponses": {key: answer},
+                                             "requestState": first["requestState"]}, caps)).message["result"]
+    assert done["content"] == [{"type": "text", "text": text}]
+    (lease,) = [le for le in bridge.pool.leases if le.exclusive]
+    assert lease.key == pool_key(caps, None) and lease.ask is None and lease.busy == 0
+
+
+async def test_without_the_capability_the_upstream_cannot_ask(bridge: Bridge) -> None:
+    for tool, caps in (("haiku", {"roots": {}}), ("roots_count", {"sampling": {}}), ("ask_name", {"sampling": {}}),
+                       ("ask_name", {"elicitation": {"url": {}}})):
+        reply = (await ask(bridge, "tools/call", {"name": tool, "arguments": {}}, caps)).message
+        result = reply.get("result", {})
+        assert result.get("resultType") != "input_required", (tool, caps)
+
+
+def test_a_pool_key_names_the_asking_capabilities_and_the_principal_only() -> None:
+    assert pool_key({"sampling": {}, "roots": {"listChanged": True}, "experimental": {}}, "alice") == (
+        '{"c":{"roots":{"listChanged":true},"sampling":{}},"p":"alice"}')
+    assert pool_key({}, None) == '{"c":{},"p":null}'
+    assert pool_key({"elicitation": {"form": {}}}, None) != pool_key({"elicitation": {"url": {}}}, None)
+
+
+async def test_ending_a_pending_call_refuses_what_waits() -> None:
+    from mcp_stateless.bridge.endpoint import Pending
+    from mcp_stateless.protocol.errors import McpError
+
+    pending = Pending("p3")
+    answered: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    unanswered: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    answered.set_result({"done": True})
+    pending.waiting = {"q1": unanswered, "q0": answered}
+    queued = asyncio.ensure_future(pending.ask("roots/list", {}))
+    await asyncio.sleep(0)
+    pending.events.put_nowait(("done", {}))
+    pending.end()
+    assert pending.ended
+    with pytest.raises(McpError) as never:
+        await unanswered
+    assert (never.value.code, never.value.message) == (-32603, "the client's answer never came")
+    with pytest.raises(McpError) as refused:
+        await asyncio.wait_for(queued, 3)
+    assert refused.value.code == -32600 and refused.value.message.startswith("roots/list cannot be answered here")
+    assert pending.events.empty() and answered.result() == {"done": True}
