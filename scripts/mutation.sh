@@ -16,7 +16,10 @@ target="${1:-core}"
 shift || true
 children="${1:-1}"
 shift || true
-[ -x .venv/bin/mutmut ] || .venv/bin/pip install -q -e '.[dev,mutation]'
+# mutmut runs as a module of the venv's Python, so it may also come from PYTHONPATH (a --target install beside
+# a shared venv) instead of being installed into it.
+mutmut=("$root/.venv/bin/python" -m mutmut)
+"${mutmut[@]}" --version >/dev/null 2>&1 || .venv/bin/pip install -q -e '.[dev,mutation]'
 
 work=$(mktemp -d "/tmp/mutation-$target.XXXXXX")
 # MUTATION_KEEP=1 keeps the scratch copy (its path is printed), so `mutmut show NAME` can be run in it.
@@ -49,16 +52,18 @@ if target != "core":
     table = dict(config["tool"]["mutmut"])
     table["only_mutate"] = chosen["only_mutate"]
     table["pytest_add_cli_args_test_selection"] = chosen["tests"]
+    if "timeout_multiplier" in chosen:  # mutmut's wall bound per mutant: (tests' time + 1 s) x this
+        table["timeout_multiplier"] = chosen["timeout_multiplier"]
     body = "".join(f"{key} = {json.dumps(value)}\n" for key, value in table.items())
     text = re.sub(r"(?ms)^\[tool\.mutmut\]\n.*?(?=^\[)", lambda _: "[tool.mutmut]\n" + body + "\n", text)
     path.write_text(text)
 EOF
 cd "$work"
 # mutmut's own sys.path juggling imports the mutated copy (mutants/src first), not the editable install.
-nice -n 10 timeout "${MUTATION_TIMEOUT:-3600}" "$root/.venv/bin/mutmut" run --max-children "$children" "$@" || true
+nice -n 10 timeout "${MUTATION_TIMEOUT:-3600}" "${mutmut[@]}" run --max-children "$children" "$@" || true
 mkdir -p "$root/mutants"
 # Without globs every mutant is listed; with globs only those run (the rest show as "not checked").
-"$root/.venv/bin/mutmut" results --all true | grep -v ': not checked' | tee "$root/mutants/results-$target.txt"
+"${mutmut[@]}" results --all true | grep -v ': not checked' | tee "$root/mutants/results-$target.txt"
 killed=$(grep -c ': killed' "$root/mutants/results-$target.txt" || true)
 total=$(grep -c ': ' "$root/mutants/results-$target.txt" || true)
 echo "score ($target): ${killed}/${total} killed"

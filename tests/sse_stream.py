@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import queue
+import socket
 import threading
 import urllib.parse
 from collections.abc import Iterator
@@ -68,6 +69,14 @@ class SseStream:
         return urllib.parse.urljoin(self.url, data)
 
     def close(self) -> None:
+        # Closing the client does not wake the reader blocked in recv(); until the server's next keep-alive
+        # (15 s by default) it would hold the stream open. Shutting the socket down ends the read at once.
+        if self.response is not None:
+            stream = self.response.extensions.get("network_stream")
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
         self._client.close()
         self._thread.join(WAIT)
 

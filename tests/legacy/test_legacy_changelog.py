@@ -5,13 +5,17 @@ are stepped over, and only the GET streams' kinds of event are logged."""
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from pathlib import Path
 
 import pytest
 
-from mcp_stateless.server.legacy.changelog import ChangeLog, LoggedEvents
+from mcp_stateless.protocol.errors import McpError
+from mcp_stateless.server.legacy.changelog import CHANGELOG_NS, ChangeLog, LoggedEvents
 from mcp_stateless.state import StateBundle, open_state
 from mcp_stateless.state.events import ChangeEvent, MemoryEventBus
+from mcp_stateless.state.memory import MemoryRecords
 from services import RedisServer
 
 
@@ -98,3 +102,53 @@ async def test_the_tap_survives_a_state_bound_after_the_legacy_server() -> None:
     LegacyServer(app)  # a second branch on the same app replaces the tap rather than logging twice
     await app.notify_prompts_changed()
     assert await legacy.change_log.head() == 2
+
+
+class Written(MemoryRecords):
+    """The memory engine, with the expiry each record was created with kept by key."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.expiry: dict[str, float | None] = {}
+
+    async def create(self, ns: str, key: str, data: bytes, *, expires_at: float | None = None,
+                     due: float | None = None) -> bool:
+        self.expiry[key] = expires_at
+        return await super().create(ns, key, data, expires_at=expires_at, due=due)
+
+
+async def test_each_entry_lives_the_logs_ttl_and_the_oldest_is_trimmed_past_max_events() -> None:
+    records = Written()
+    log = ChangeLog(records, 30, 3)
+    t0 = time.time()
+    for _ in range(3):
+        await log.append(ChangeEvent("tools"))
+    assert [await log.get(n) for n in (1, 2, 3)] == [ChangeEvent("tools")] * 3  # exactly max_events: all kept
+    expires = records.expiry["1"]
+    assert expires is not None and t0 + 30 <= expires <= time.time() + 30
+    assert await log.append(ChangeEvent("prompts")) == 4
+    assert await log.get(1) is None  # the fourth entry trims the first, and only it
+    assert [await log.get(n) for n in (2, 3, 4)] == [ChangeEvent("tools"), ChangeEvent("tools"),
+                                                     ChangeEvent("prompts")]
+    assert await log.head() == 4
+
+
+async def test_a_log_whose_next_256_numbers_are_taken_is_too_contended(caplog: pytest.LogCaptureFixture) -> None:
+    bundle = open_state("memory://")
+    log = ChangeLog(bundle.records, 60, 1000)
+    for n in range(1, 257):  # as if publishers had taken them without moving the head
+        await bundle.records.create(CHANGELOG_NS, str(n), b"{}", expires_at=time.time() + 60)
+    with pytest.raises(McpError) as raised:
+        await log.append(ChangeEvent("tools"))
+    assert raised.value.code == -32603
+    assert raised.value.message == "the GET streams' event log is too contended"
+    # Published through the tap: logged as a warning, and the event still goes out.
+    inner = MemoryEventBus()
+    sub = inner.subscribe()
+    with caplog.at_level(logging.WARNING, logger="mcp_stateless.legacy"):
+        await LoggedEvents(inner, lambda: log).publish(ChangeEvent("resources"))
+    assert await sub.get(1) == ChangeEvent("resources")
+    (warned,) = [r for r in caplog.records if r.name == "mcp_stateless.legacy"]
+    assert warned.getMessage() == ("a change event was not logged for legacy GET streams: the GET streams' "
+                                   "event log is too contended")
+    assert getattr(warned, "era", None) == "legacy"

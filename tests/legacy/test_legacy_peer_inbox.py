@@ -15,7 +15,7 @@ from mcp_stateless.protocol.legacy import LegacyResponse
 from mcp_stateless.server.legacy.peer import ID_PREFIX, PENDING_NS, Inbox, Peer, answer_topic, reply_topic
 from mcp_stateless.server.legacy.sessions import SealedSession
 from mcp_stateless.state import Bus, StateBundle, TopicSubscription
-from mcp_stateless.state.memory import open_bundle
+from mcp_stateless.state.memory import MemoryRecords, open_bundle
 
 
 class CountingBus:
@@ -123,3 +123,85 @@ async def test_an_id_of_an_earlier_release_is_answered_on_its_own_topic() -> Non
     assert await instance(state, state.bus).answer(session("s1"), LegacyResponse(old, {"ok": 1}, None))
     assert orjson.loads(await sub.get(5) or b"null") == {"id": old, "result": {"ok": 1}}
     sub.close()
+
+
+class Written(MemoryRecords):
+    """The memory engine, with creates (key, expiry) and deletes kept."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.created: dict[str, float | None] = {}
+        self.deleted: list[tuple[str, str]] = []
+
+    async def create(self, ns: str, key: str, data: bytes, *, expires_at: float | None = None,
+                     due: float | None = None) -> bool:
+        self.created[key] = expires_at
+        return await super().create(ns, key, data, expires_at=expires_at, due=due)
+
+    async def delete(self, ns: str, key: str) -> bool:
+        self.deleted.append((ns, key))
+        return await super().delete(ns, key)
+
+
+async def test_the_request_sent_is_exact_and_its_record_lives_the_timeout() -> None:
+    state = open_bundle()
+    records = Written()
+    a = Peer(records, state.bus, 30.0, Inbox(state.bus))
+    s = session("s1")
+    sent: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    t0 = time.time()
+    task = asyncio.create_task(a.ask(s, "roots/list", None, sent.put_nowait))
+    request = await asyncio.wait_for(sent.get(), 5)
+    assert request == {"jsonrpc": "2.0", "id": request["id"], "method": "roots/list"}  # no params: none sent
+    assert request["id"].startswith(ID_PREFIX)
+    expires = records.created[request["id"]]
+    assert expires is not None and t0 + 30.0 <= expires <= time.time() + 30.0
+    got = await records.get(PENDING_NS, request["id"])
+    assert got is not None and got.data == b"s1"  # whose it is: only that session's answer is taken
+    assert await a.answer(s, LegacyResponse(request["id"], {"roots": []}, None))
+    assert await asyncio.wait_for(task, 5) == {"roots": []}
+    with_params = asyncio.create_task(a.ask(s, "elicitation/create", {"message": "m"}, sent.put_nowait))
+    second = await asyncio.wait_for(sent.get(), 5)
+    assert second == {"jsonrpc": "2.0", "id": second["id"], "method": "elicitation/create",
+                      "params": {"message": "m"}}
+    assert await a.answer(s, LegacyResponse(second["id"], None, {"code": -32000, "message": "no", "data": {"x": 1}}))
+    with pytest.raises(McpError) as raised:
+        await asyncio.wait_for(with_params, 5)
+    assert (raised.value.code, raised.value.message, raised.value.data) == (
+        -32000, "the client answered elicitation/create with an error: no", {"x": 1})
+
+
+async def test_an_error_answer_without_code_or_message_is_an_internal_error() -> None:
+    state = open_bundle()
+    a = instance(state, state.bus)
+    s = session("s1")
+    task, request = await asked(a, s)
+    await state.bus.publish(answer_topic(request["id"]), orjson.dumps({"id": request["id"], "error": {}}))
+    with pytest.raises(McpError) as raised:
+        await asyncio.wait_for(task, 5)
+    assert (raised.value.code, raised.value.message, raised.value.data) == (
+        -32603, "the client answered elicitation/create with an error: ", None)
+
+
+async def test_an_unanswered_ask_deletes_its_pending_record() -> None:
+    state = open_bundle()
+    records = Written()
+    a = Peer(records, state.bus, 0.1, Inbox(state.bus))
+    task, request = await asked(a, session("s1"))
+    with pytest.raises(McpError):
+        await asyncio.wait_for(task, 5)
+    assert records.deleted == [(PENDING_NS, request["id"])]
+
+
+async def test_what_is_not_an_answer_on_the_inbox_topic_is_skipped_and_the_inbox_reads_on() -> None:
+    state = open_bundle()
+    a = instance(state, state.bus)
+    s = session("s1")
+    task, request = await asked(a, s)
+    topic = answer_topic(request["id"])
+    for junk in (b"not json", b"[1]", orjson.dumps({"id": 5}), orjson.dumps({"id": "mcps-unknown.x"})):
+        await state.bus.publish(topic, junk)
+    await asyncio.sleep(0.05)
+    assert not task.done()
+    assert await a.answer(s, LegacyResponse(request["id"], {"action": "accept"}, None))
+    assert await asyncio.wait_for(task, 5) == {"action": "accept"}
