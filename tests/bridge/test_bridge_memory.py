@@ -367,8 +367,9 @@ async def test_a_resource_subscription_of_a_listen_stream_is_held_upstream_while
     ack = await asyncio.wait_for(anext(stream), 3)
     assert isinstance(ack, ListenEvent)
     assert ack.message["params"]["notifications"] == {"resourceSubscriptions": ["test://watched"]}
-    assert bridge.watch.subscribed == {"test://watched"} and bridge.watch.streams == 1
-    assert bridge.watch.lease is not None and bridge.watch.lease.busy == 1  # held: never evicted meanwhile
+    watch = bridge.watches.watches[None]  # the anonymous callers' watch: sessions are not per caller here
+    assert watch.subscribed == {"test://watched"} and watch.streams == 1
+    assert watch.lease is not None and watch.lease.busy == 1  # held: never evicted meanwhile
     await ask(bridge, "tools/call", {"name": "touch", "arguments": {"uri": "test://other"}})
     await ask(bridge, "tools/call", {"name": "touch", "arguments": {"uri": "test://watched"}})
     event = await asyncio.wait_for(anext(stream), 3)
@@ -377,10 +378,10 @@ async def test_a_resource_subscription_of_a_listen_stream_is_held_upstream_while
         "uri": "test://watched", "_meta": {"io.modelcontextprotocol/subscriptionId": 8}}}
     await stream.aclose()
     for _ in range(100):  # unsubscribing upstream runs after the stream's end, in a task of its own
-        if bridge.watch.lease is None:
+        if watch.lease is None:
             break
         await asyncio.sleep(0.01)
-    assert bridge.watch.lease is None and bridge.watch.subscribed == set() and bridge.watch.streams == 0
+    assert watch.lease is None and watch.subscribed == set() and watch.streams == 0
     assert {lease.busy for lease in bridge.pool.leases} == {0}
 
 
