@@ -171,10 +171,20 @@ class RedisClusterNode:
     port (the default, port + 10000, may not exist above 55535)."""
 
     def __init__(self, exe: str, workdir: Path) -> None:
-        self.exe, self.port, self.bus_port = exe, free_port(), free_port()
-        self.workdir = workdir / f"node-{self.port}"
-        self.workdir.mkdir(parents=True)
+        self.exe, self.root = exe, workdir
         self.proc: subprocess.Popen[bytes] | None = None
+        self.new_ports()
+
+    def new_ports(self) -> None:
+        """Two distinct free ports (and a directory named after the first). A port free when chosen may be
+        taken before the node binds it (another process's outgoing connection, on a loaded machine): a node
+        that exits at start is given new ones and started again."""
+        self.port = free_port()
+        self.bus_port = free_port()
+        while self.bus_port == self.port:
+            self.bus_port = free_port()
+        self.workdir = self.root / f"node-{self.port}"
+        self.workdir.mkdir(parents=True)
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
@@ -222,7 +232,16 @@ class RedisCluster:
         for n in self.nodes:
             n.start()
         for n in self.nodes:
-            self._wait_pong(n)
+            for attempt in range(3):
+                try:
+                    self._wait_pong(n)
+                    break
+                except RuntimeError:
+                    if attempt == 2 or n.proc is None or n.proc.poll() is None:
+                        self.stop()
+                        raise  # still running but silent, or out of attempts: a real failure to start
+                    n.new_ports()
+                    n.start()
         create = subprocess.run(
             ["redis-cli", "--cluster", "create", *(f"127.0.0.1:{n.port}" for n in self.nodes),
              "--cluster-replicas", "1", "--cluster-yes"], capture_output=True, text=True, timeout=60)

@@ -41,16 +41,21 @@ _spec.loader.exec_module(clusterlib)
 
 
 class Instance:
-    def __init__(self, name: str, state: str) -> None:
+    def __init__(self, name: str, state: str, workdir: Path) -> None:
         self.name, self.state, self.port = name, state, free_port()
+        self.log = workdir / f"{name}.log"  # its warnings and tracebacks, quoted by a failing assertion
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         env = {**os.environ, "MCP_STATELESS_KEYS": KEYS}
         env.pop("MCP_STATELESS_STATE", None)
-        self.proc = subprocess.Popen([CLI, "serve", APP, "--http", f"127.0.0.1:{self.port}", "--state", self.state,
-                                      "--instance-name", self.name, "--log-level", "warning", "--legacy-sse"],
-                                     cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen([CLI, "serve", APP, "--http", f"127.0.0.1:{self.port}", "--state",
+                                          self.state, "--instance-name", self.name, "--log-level", "warning",
+                                          "--legacy-sse"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=out)
+
+    def tail(self) -> str:
+        return self.log.read_text(errors="replace")[-3000:] if self.log.exists() else ""
 
     def wait(self) -> None:
         assert self.proc is not None
@@ -65,7 +70,7 @@ class Instance:
 def balanced(state: str, workdir: Path) -> Iterator[tuple[str, list[Instance]]]:
     if not Path(clusterlib.NGINX).exists():
         pytest.fail("nginx is not installed (.ci/run installs it)")
-    instances = [Instance(f"i{n}", state) for n in (1, 2, 3)]
+    instances = [Instance(f"i{n}", state, workdir) for n in (1, 2, 3)]
     for i in instances:
         i.start()
     ngx: subprocess.Popen[bytes] | None = None
@@ -245,7 +250,7 @@ def test_a_killed_instances_streams_resume_on_the_others(cluster: tuple[str, lis
     try:
         get = _Stream("GET", direct, {**_headers(sid), "accept": "text/event-stream"})
         streams.append(get)
-        assert get.response.headers["x-mcp-instance"] == victim.name
+        assert get.response.headers.get("x-mcp-instance") == victim.name, (get.response.status_code, victim.tail())
         primed, nothing = get.next_event()
         assert primed is not None and nothing is None
         _call(url, sid, 2, "change_tools", {})
