@@ -13,7 +13,7 @@ from typing import Any
 from ...protocol import errors, methods
 from ...protocol.endpoint import KEEPALIVE, LegacyItem, LegacyOutcome, LegacyReply, SseEvent
 from ...protocol.errors import McpError
-from ...state.events import ChangeEvent
+from ...state.events import ChangeEvent, ChangeSubscription
 from . import replies
 from .calls import RETRY_MS
 from .changelog import GET_STREAM
@@ -38,7 +38,18 @@ class GetStreams:
         last = headers.get("last-event-id")
         if last is not None:
             return await self._resume(session, last)
-        return LegacyReply(LegacyOutcome.OK, stream=self.events(session))
+        return LegacyReply(LegacyOutcome.OK, stream=await self._ready(session))
+
+    async def _ready(self, session: SealedSession, after: int | None = None) -> AsyncGenerator[LegacyItem, None]:
+        """The stream, subscribed before it is answered: a store that cannot take the subscription is the
+        exchange's clear error (server.exchange maps it), not a failure after the 200 began."""
+        sub = self.host.events.subscribe()
+        try:
+            await sub.ready()
+        except BaseException:
+            sub.close()
+            raise
+        return self.events(session, after, sub=sub)
 
     async def _resume(self, session: SealedSession, last_event_id: str) -> LegacyReply:
         parsed = parse_event_id(last_event_id)
@@ -46,22 +57,28 @@ class GetStreams:
             return replies.bad_request(None, "Bad Request: Last-Event-ID must be an event id this server sent "
                                        "(<stream>:<number>)")
         if parsed[0] == GET_STREAM:
-            return LegacyReply(LegacyOutcome.OK, stream=self.events(session, after=parsed[1]))
+            return LegacyReply(LegacyOutcome.OK, stream=await self._ready(session, after=parsed[1]))
         streams = self.parts.streams()
         owner = await streams.owner(parsed[0])
         if owner is None or owner.get("s") != session.key:
             return replies.bad_request(None, "Last-Event-ID names no stream of this session (it may have expired)")
         return LegacyReply(LegacyOutcome.OK, stream=streams.replay(*parsed))
 
-    async def events(self, session: SealedSession, after: int | None = None) -> AsyncGenerator[LegacyItem, None]:
+    async def events(self, session: SealedSession, after: int | None = None,
+                     sub: ChangeSubscription | None = None) -> AsyncGenerator[LegacyItem, None]:
         """The GET stream's items from `after` on, or from now on when None (also what a 2024-11-05
-        stream and a stdio session carry besides their calls)."""
-        sub = self.host.events.subscribe()  # its wake-ups come after the log entry was written
+        stream and a stdio session carry besides their calls); `sub`: a subscription already ready."""
+        if sub is None:
+            sub = self.host.events.subscribe()  # its wake-ups come after the log entry was written
+            ready = True
+        else:
+            ready = False
         keepalive = self.parts.keepalive()
         log = self.parts.change_log()
         sessions = self.parts.sessions()
         try:
-            await sub.ready()
+            if ready:
+                await sub.ready()
             head = await log.head()
             position = head if after is None else min(after, head)  # an id beyond the head: the log was reset
             # priming: a client that sees no event before it reconnects still resumes from here
