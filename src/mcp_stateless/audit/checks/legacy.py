@@ -14,7 +14,7 @@ from ..engine import Check, Context, Outcome
 from ..legacy_session import AuditorSession, list_all, request, session, tool_call
 from ..wire import Exchange
 from .calls import answer, short
-from .results import CLOCK_GAP, Call, differs, label, read_calls, spread
+from .results import CLOCK_GAP, NO_READ_TOOL, Call, differs, label, read_calls, restart_changes, spread
 from .stateless import versus
 
 # (list method, result key, the server capability that offers it)
@@ -230,8 +230,7 @@ async def results(ctx: Context) -> Outcome:
     t = ctx.target
     reads = read_calls(ctx)
     if not reads:
-        return Outcome("skip", "skipped: no read-only tool (none is annotated readOnlyHint: true without "
-                               "required arguments; name one with --read-tool NAME[=JSON])")
+        return Outcome("skip", NO_READ_TOOL)
     names = {n for n, _ in reads}
     writers = [x["name"] for x in ctx.probe_tools() if x["name"] not in names]
     before = await _reads(ctx, reads)
@@ -268,12 +267,7 @@ async def results(ctx: Context) -> Outcome:
     if t.can_restart and t.kind == "http":  # over stdio every session above was already a process of its own
         await t.restart("all")
         post = await _reads(ctx, stable)
-        for c, pre, now in zip(stable, after, post, strict=True):
-            moved = [(a, b) for a, b in zip(pre, now, strict=True) if repr(answer(a)) != repr(answer(b))]
-            if moved:
-                where = "; ".join(f"instance {b.instance + 1}: {short(a)} before, {short(b)} after" for a, b in moved)
-                problems.append(f"a restart of every instance changed what {label(c)} answers ({where})")
-                evidence += [moved[0][0], moved[0][1]]
+        restart_changes(stable, after, post, problems, evidence)
         restarted = " and after a restart of every instance"
     note = f" (not compared, they vary on their own: {', '.join(unstable)})" if unstable else ""
     checked = ", ".join(label(c) for c in stable)

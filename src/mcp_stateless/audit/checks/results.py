@@ -71,6 +71,22 @@ def spread(exs: list[Exchange]) -> str:
     return "; ".join(parts)
 
 
+NO_READ_TOOL = ("skipped: no read-only tool (none is annotated readOnlyHint: true without required arguments; "
+                "name one with --read-tool NAME[=JSON])")
+
+
+def restart_changes(stable: list[Call], before: list[list[Exchange]], after: list[list[Exchange]],
+                    problems: list[str], evidence: list[Exchange]) -> None:
+    """Each read whose answer on some instance differs across a restart (`before`/`after`: one list per
+    read, one exchange per instance), added to `problems` with its first pair as evidence."""
+    for c, pre, now in zip(stable, before, after, strict=True):
+        moved = [(a, b) for a, b in zip(pre, now, strict=True) if repr(answer(a)) != repr(answer(b))]
+        if moved:
+            where = "; ".join(f"instance {b.instance + 1}: {short(a)} before, {short(b)} after" for a, b in moved)
+            problems.append(f"a restart of every instance changed what {label(c)} answers ({where})")
+            evidence += [moved[0][0], moved[0][1]]
+
+
 def differs(exs: list[Exchange]) -> bool:
     return len({repr(answer(x)) for x in exs}) > 1
 
@@ -79,8 +95,7 @@ async def state_through_results(ctx: Context) -> Outcome:
     t = ctx.target
     reads = read_calls(ctx)
     if not reads:
-        return Outcome("skip", "skipped: no read-only tool (none is annotated readOnlyHint: true without "
-                               "required arguments; name one with --read-tool NAME[=JSON])")
+        return Outcome("skip", NO_READ_TOOL)
     read_names = {n for n, _ in reads}
     writers = [x["name"] for x in ctx.probe_tools() if x["name"] not in read_names]
     problems: list[str] = []
@@ -117,13 +132,7 @@ async def state_through_results(ctx: Context) -> Outcome:
     if t.can_restart:
         await t.restart("all")
         post = await _ask(ctx, stable)
-        for c, pre, now in zip(stable, after, post, strict=True):
-            moved = [(a, b) for a, b in zip(pre, now, strict=True) if repr(answer(a)) != repr(answer(b))]
-            if moved:
-                where = "; ".join(f"instance {b.instance + 1}: {short(a)} before, {short(b)} after"
-                                  for a, b in moved)
-                problems.append(f"a restart of every instance changed what {label(c)} answers ({where})")
-                evidence += [moved[0][0], moved[0][1]]
+        restart_changes(stable, after, post, problems, evidence)
         restarted = " and after a restart of every instance"
     names = ", ".join(label(c) for c in stable)
     note = f" (not compared, they vary on their own: {', '.join(unstable)})" if unstable else ""
