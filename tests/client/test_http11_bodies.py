@@ -87,3 +87,24 @@ async def test_a_chunk_without_its_crlf_is_a_malformed_body() -> None:
     async with answering(no_crlf) as resp:
         with pytest.raises(HttpError, match=r"^malformed chunked body: no CRLF after a chunk$"):
             await resp.read()
+
+
+async def test_a_body_nobody_reads_is_not_buffered_past_a_bound() -> None:
+    """Reading pauses while the decoded body waits for its reader: a server that streams 16 MiB to a reader
+    that reads nothing leaves at most a few hundred KiB in the client (the rest stays in socket buffers or
+    unsent), and reading on gets every byte in order."""
+    piece = bytes(range(256)) * 4096  # 1 MiB
+
+    async def flood(w: asyncio.StreamWriter) -> None:
+        for _ in range(16):
+            w.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            await w.drain()
+        w.write(b"0\r\n\r\n")
+
+    async with answering(flood) as resp:
+        await asyncio.sleep(0.5)
+        conn = resp._conn
+        assert conn is not None and conn.paused
+        assert len(conn.body) + len(conn.buf) < 1 << 20
+        got = await resp.read()
+    assert len(got) == 16 << 20 and got == piece * 16

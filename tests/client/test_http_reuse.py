@@ -12,7 +12,7 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pytest
 
@@ -23,7 +23,9 @@ from mcp_stateless.client.channels import HttpChannel
 class SseServer:
     port: int
     connections: int = 0
-    end: str = "after"  # "after": the terminal chunk follows the response; "never": the stream stays open
+    end: str = "after"  # "after": the terminal chunk follows the response; "never": the stream stays open;
+    # "signal": it is written when the test sets `release`
+    release: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 async def _serve(srv: SseServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -46,6 +48,11 @@ async def _serve(srv: SseServer, reader: asyncio.StreamReader, writer: asyncio.S
             await writer.drain()
             if srv.end == "after":
                 await asyncio.sleep(0.001)  # the end a moment after the event, as a separate write
+                writer.write(b"0\r\n\r\n")
+                await writer.drain()
+            elif srv.end == "signal":
+                await srv.release.wait()
+                srv.release.clear()
                 writer.write(b"0\r\n\r\n")
                 await writer.drain()
             else:
@@ -111,3 +118,24 @@ async def test_a_stream_closed_before_its_answer_is_cut_at_once(server: SseServe
     finally:
         await chan.aclose()
     assert server.connections == 2  # a close before the answer never reads on (on a modern server: a cancel)
+
+
+async def test_the_answer_is_returned_before_the_stream_ends_and_the_next_call_waits_for_that_connection(
+        server: SseServer) -> None:
+    """The caller is not held until the stream's end (read in the background), and a call made meanwhile
+    takes the connection once that end comes instead of opening a second one."""
+    server.end = "signal"
+    chan = HttpChannel(f"http://127.0.0.1:{server.port}/mcp")
+    try:
+        # The server writes no end until told: had the first call waited for it, this would time out.
+        first = await asyncio.wait_for(_call(chan, 1), 2)
+        assert first == {"jsonrpc": "2.0", "id": 1, "result": {"ok": True}}
+        second = asyncio.ensure_future(_call(chan, 2))
+        await asyncio.sleep(0.02)
+        assert not second.done() and server.connections == 1  # waiting for the finishing connection
+        server.release.set()
+        assert await asyncio.wait_for(second, 2) == {"jsonrpc": "2.0", "id": 2, "result": {"ok": True}}
+        server.release.set()
+    finally:
+        await chan.aclose()
+    assert server.connections == 1

@@ -49,20 +49,19 @@ class SSEParser:
 
     def feed(self, chunk: bytes) -> list[Event]:
         buf = self._buf + chunk if self._buf else chunk
+        end = buf.rfind(b"\n")
+        if end < 0:
+            self._buf = buf
+            return []
+        # Decoded once for all its complete lines: a UTF-8 sequence never holds a newline byte, so the last
+        # one cuts no character in two.
+        text = buf[:end].decode("utf-8", "replace")
+        self._buf = buf[end + 1:]
         out: list[Event] = []
-        start = 0
-        while True:
-            nl = buf.find(b"\n", start)
-            if nl < 0:
-                break
-            line = buf[start:nl]
-            start = nl + 1
-            if line.endswith(b"\r"):
-                line = line[:-1]
-            ev = self._line(line.decode("utf-8", "replace"))
+        for line in text.split("\n"):
+            ev = self._line(line[:-1] if line.endswith("\r") else line)
             if ev is not None:
                 out.append(ev)
-        self._buf = buf[start:]
         return out
 
     def _line(self, line: str) -> Event | None:

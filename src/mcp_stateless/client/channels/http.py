@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
 
 import orjson
 
@@ -15,19 +15,21 @@ from ..errors import AuthenticationError, ChannelError, HttpStatusError, ServerL
 from ..http11 import ConnectionLost, HttpError, HttpUrl, Pool, Response
 from .base import Message, Restarted, Unsolicited, log
 
-# Closing a stream after its answer: how long to wait for the stream's end, and how many further messages to read
-# (and drop) meanwhile. A server ends the stream right after the response (the spec's SHOULD; the TS SDK writes
-# the end a moment after the event), so reading to the end puts the connection back in the pool, where closing
-# it mid-body would cost a new TCP connection per call. One that keeps it open costs at most this wait; on a
-# loaded machine the end can take tens of milliseconds to arrive.
+# Closing a stream after its answer: how long its end may take to come. A server ends the stream right after
+# the response (the spec's SHOULD; the TS SDK writes the end a moment after the event), so reading to the end
+# puts the connection back in the pool, where closing it mid-body would cost a new TCP connection per call. The
+# rest is read in the background (http11's `finish_in_background`); on a loaded machine the end can take tens
+# of milliseconds to arrive.
 _DRAIN_WITHIN = 0.1
-_DRAIN_MESSAGES = 64
 
 
 class HttpExchange:
-    """`last_event_id` and `retry_ms` are what an SSE response said about resuming it (legacy streams)."""
+    """`last_event_id` and `retry_ms` are what an SSE response said about resuming it (legacy streams).
+    Iterating it gives the response's messages; a plain class, not a generator, because it is on every
+    request's path and a generator left suspended after the answer costs a finalizer task each."""
 
-    __slots__ = ("_answered", "_it", "_resp", "headers", "last_event_id", "retry_ms", "session_id", "status")
+    __slots__ = ("_answered", "_closed", "_pending", "_resp", "_sse", "_started", "headers", "last_event_id",
+                 "retry_ms", "session_id", "status")
 
     def __init__(self, resp: Response) -> None:
         self._resp = resp
@@ -36,69 +38,77 @@ class HttpExchange:
         self.session_id = resp.headers.get("mcp-session-id")
         self.last_event_id: str | None = None
         self.retry_ms: int | None = None
-        self._it: AsyncGenerator[Message, None] | None = None
         self._answered = False
+        self._started = False
+        self._closed = False
+        self._sse: SSEParser | None = None
+        self._pending: deque[Message] = deque()
 
     def __aiter__(self) -> AsyncIterator[Message]:
-        # One iterator per exchange: aclose() continues it to the stream's end after the answer.
-        if self._it is None:
-            self._it = self._iterate()
-        return self._it
+        return self
 
-    async def _iterate(self) -> AsyncGenerator[Message, None]:
-        try:
-            async for m in self._messages():
-                if jsonrpc.is_response(m):
-                    self._answered = True
-                yield m
-        except HttpError as e:  # the body broke off (connection reset / closed mid-stream)
-            raise StreamBroken(f"the response stream broke: {e}") from None
+    async def __anext__(self) -> Message:
+        pending = self._pending
+        while not pending:
+            if self._closed:
+                raise StopAsyncIteration
+            try:
+                await self._more()
+            except HttpError as e:  # the body broke off (connection reset / closed mid-stream)
+                self._closed = True
+                raise StreamBroken(f"the response stream broke: {e}") from None
+        m = pending.popleft()
+        if jsonrpc.is_response(m):
+            self._answered = True
+        return m
 
-    async def _messages(self) -> AsyncIterator[Message]:
+    async def _more(self) -> None:
+        """Read until there are messages to give, or the body's end (`_closed`)."""
         resp = self._resp
-        ctype = resp.content_type
-        if resp.status == 202:
-            await resp.read()
-            return
-        if resp.status in (401, 403):  # a refusal before dispatch, whatever the body says
-            raise AuthenticationError(resp.status, await resp.read(), resp.headers)
-        if ctype == "text/event-stream" and resp.status < 300:
-            parser = SSEParser()
-            async for chunk in resp.iter_bytes():
-                for ev in parser.feed(chunk):
-                    self.last_event_id, self.retry_ms = parser.last_event_id, parser.retry
-                    if ev.event == "message" and ev.data:
-                        for m in decode_messages(ev.data):
-                            yield m
-                self.last_event_id, self.retry_ms = parser.last_event_id, parser.retry
-            for ev in parser.close():
-                if ev.event == "message" and ev.data:
-                    for m in decode_messages(ev.data):
-                        yield m
-            return
-        body = await resp.read()
-        if ctype == "application/json" or (ctype == "" and body[:1] in (b"{", b"[")):
-            msgs = decode_messages(body)
-            if msgs and all("jsonrpc" in m for m in msgs):
-                for m in msgs:
-                    yield m
+        if not self._started:
+            self._started = True
+            if resp.status == 202:
+                await resp.read()
+                self._closed = True
                 return
-        if resp.status >= 300 or body:
-            raise HttpStatusError(resp.status, body, resp.headers)
+            if resp.status in (401, 403):  # a refusal before dispatch, whatever the body says
+                self._closed = True
+                raise AuthenticationError(resp.status, await resp.read(), resp.headers)
+            if resp.content_type == "text/event-stream" and resp.status < 300:
+                self._sse = SSEParser()
+            else:
+                self._closed = True
+                body = await resp.read()
+                ctype = resp.content_type
+                if ctype == "application/json" or (ctype == "" and body[:1] in (b"{", b"[")):
+                    msgs = decode_messages(body)
+                    if msgs and all("jsonrpc" in m for m in msgs):
+                        self._pending.extend(msgs)
+                        return
+                if resp.status >= 300 or body:
+                    raise HttpStatusError(resp.status, body, resp.headers)
+                return
+        parser = self._sse
+        assert parser is not None
+        piece = await resp.next_piece()
+        events = parser.feed(piece) if piece is not None else parser.close()
+        if piece is None:
+            self._closed = True
+        self.last_event_id, self.retry_ms = parser.last_event_id, parser.retry
+        for ev in events:
+            if ev.event == "message" and ev.data:
+                self._pending.extend(decode_messages(ev.data))
 
     async def aclose(self) -> None:
         """Stop reading. Before the answer this closes the connection (on a modern server, a cancellation);
-        after it, a stream that ends at once is read to its end so the connection is reused."""
-        it = self._it
-        if self._answered and it is not None and not getattr(it, "ag_running", False):  # running: read elsewhere
-            with contextlib.suppress(TimeoutError, StreamBroken, ChannelError):
-                async with asyncio.timeout(_DRAIN_WITHIN):
-                    left = _DRAIN_MESSAGES
-                    async for _ in it:
-                        left -= 1
-                        if not left:
-                            break
-        await self._resp.aclose()
+        after it, the rest of the stream is dropped as it comes, and the connection goes back to the pool
+        if the stream ends within _DRAIN_WITHIN (it is closed otherwise). The caller never waits for that."""
+        self._closed = True
+        self._pending.clear()
+        if self._answered:
+            self._resp.finish_in_background(_DRAIN_WITHIN)
+        else:
+            await self._resp.aclose()
 
 
 # 307/308 keep the method and body (RFC 9110 15.4.8, 15.4.9): a POST may follow them, this many times.
