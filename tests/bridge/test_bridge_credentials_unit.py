@@ -43,5 +43,6 @@ async def test_the_known_callers_are_bounded_and_start_afresh_past_the_bound(mon
     fourth = await auth.authenticate(Credentials("http", {"authorization": "Bearer 3"}))
     assert list(auth._known) == ["Bearer 3"]  # cleared, then the new caller kept
     again = await auth.authenticate(Credentials("http", {"authorization": "Bearer 0"}))
-    assert again is not first[0] and isinstance(again, Principal) and again.id == first[0].id
+    assert isinstance(first[0], Principal) and isinstance(again, Principal)
+    assert again is not first[0] and again.id == first[0].id
     assert isinstance(fourth, Principal) and len(auth._known) == 2
