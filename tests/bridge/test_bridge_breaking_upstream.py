@@ -5,49 +5,17 @@ dead upstream's does (a `ChannelError`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
+
+from failing_channel import FailingChannel
 
 from mcp_stateless import App, Context
 from mcp_stateless.bridge import Bridge
-from mcp_stateless.client.channels.base import Exchange, Message, Restarted, Unsolicited
-from mcp_stateless.client.errors import ChannelError
 from mcp_stateless.client.memory import MemoryChannel
 from mcp_stateless.endpoint import Call, Request
 from mcp_stateless.server.legacy import LegacyServer
 
 ELICIT: dict[str, Any] = {"elicitation": {}}
-
-
-class Breaking:
-    """A channel that fails the next `tools/call` exchanges while `fail` is set; everything else is the
-    wrapped channel's."""
-
-    fail = False
-
-    def __init__(self, inner: MemoryChannel) -> None:
-        self.inner = inner
-        self.kind = inner.kind
-        self.key = inner.key
-        self.mirrors_headers = inner.mirrors_headers
-
-    async def start(self) -> None:
-        await self.inner.start()
-
-    def watch(self, on_unsolicited: Unsolicited | None, on_restart: Restarted | None) -> None:
-        self.inner.watch(on_unsolicited, on_restart)
-
-    async def exchange(self, message: Message, headers: Mapping[str, str] | None = None, *,
-                       timeout: float | None = -1.0) -> Exchange:
-        if Breaking.fail and message.get("method") == "tools/call":
-            raise ChannelError("the upstream went away")
-        return await self.inner.exchange(message, headers, timeout=timeout)
-
-    async def send(self, message: Message, headers: Mapping[str, str] | None = None) -> int:
-        return await self.inner.send(message, headers)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 def _bridge() -> Bridge:
@@ -61,7 +29,7 @@ def _bridge() -> Bridge:
     def ask_name(ctx: Context) -> str:
         return "asked"
 
-    return Bridge(lambda: Breaking(MemoryChannel(app, legacy=LegacyServer(app))))
+    return Bridge(lambda: FailingChannel(MemoryChannel(app, legacy=LegacyServer(app))))
 
 
 def _call(caps: dict[str, Any] | None = None) -> Request:
@@ -73,16 +41,16 @@ async def _check_broken_then_served(caps: dict[str, Any] | None) -> None:
     try:
         assert (await b.handle(_call(caps), Call())).message["result"]["content"][0]["text"] == "hi"
         assert b.pool.opened == 1 and len(b.pool.leases) == 1
-        Breaking.fail = True
+        FailingChannel.failing = {"tools/call"}
         reply = await b.handle(_call(caps), Call())
         assert reply.message == {"jsonrpc": "2.0", "id": 2, "error": {
             "code": -32603, "message": "the upstream server failed: the upstream went away"}}
         assert b.pool.leases == [] and b.pending == {}  # the session it was on is gone, nothing held
-        Breaking.fail = False
+        FailingChannel.failing = set()
         assert (await b.handle(_call(caps), Call())).message["result"]["content"][0]["text"] == "hi"
         assert b.pool.opened == 2 and len(b.pool.leases) == 1  # served on a new session
     finally:
-        Breaking.fail = False
+        FailingChannel.failing = set()
         await b.aclose()
 
 
