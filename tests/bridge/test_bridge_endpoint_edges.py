@@ -312,3 +312,13 @@ def test_the_bridges_methods_are_exactly_the_ones_it_serves() -> None:
     assert FORWARDED == ("tools/list", "prompts/list", "resources/list", "resources/templates/list",
                          "completion/complete")
     assert ASKABLE_CALLS == ("tools/call", "prompts/get", "resources/read")
+
+
+async def test_the_card_of_an_upstream_without_title_or_instructions_is_described_by_its_name() -> None:
+    b = _bridge()
+    try:
+        await b.startup()
+        card = b.card_identity()
+        assert card.description == "edges-upstream: an MCP server" and card.title is None
+    finally:
+        await b.aclose()

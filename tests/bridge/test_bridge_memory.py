@@ -7,6 +7,7 @@ routed to the holding instance over the bus, the pool's bounds, listen events an
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,7 +26,7 @@ from mcp_stateless.state.memory import MemoryBus
 
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 NAME_FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
-ELICIT = {"elicitation": {}}
+ELICIT: dict[str, Any] = {"elicitation": {}}
 UPSTREAM_INFO = {"name": "upstream", "version": "2.0.0"}
 
 
@@ -105,7 +106,8 @@ def req(method: str, params: dict[str, Any] | None = None, caps: dict[str, Any] 
 
 async def ask(bridge: Bridge, method: str, params: dict[str, Any] | None = None,
               caps: dict[str, Any] | None = None, call: Call | None = None) -> Reply:
-    return await bridge.handle(req(method, params, caps), call or Call())
+    # bounded: a bridge that loses a call's answer fails here, not at the test runner's own timeout
+    return await asyncio.wait_for(bridge.handle(req(method, params, caps), call or Call()), 10)
 
 
 @pytest.fixture
@@ -216,14 +218,18 @@ async def test_a_state_that_is_not_the_bridges_is_invalid(bridge: Bridge) -> Non
         assert reply.message["error"] == {"code": -32602, "message": "requestState is not valid"}, payload
 
 
-async def test_a_retry_on_another_instance_is_routed_to_the_holder_over_the_bus() -> None:
+async def test_a_retry_on_another_instance_is_routed_to_the_holder_over_the_bus(
+        caplog: pytest.LogCaptureFixture) -> None:
     app = upstream()
     bus, ring = MemoryBus(), KeyRing.generate()
     a, b = bridge_to(app, bus=bus, key_ring=ring), bridge_to(app, bus=bus, key_ring=ring, holder_timeout=0.5)
     try:
         first = (await ask(a, "tools/call", {"name": "two_rounds", "arguments": {}}, ELICIT)).message["result"]
-        lacking = await ask(b, "tools/call", {"name": "two_rounds", "arguments": {}, "inputResponses": {},
-                                              "requestState": first["requestState"]}, ELICIT)
+        with caplog.at_level(logging.DEBUG, logger="mcp_stateless.bridge"):
+            lacking = await ask(b, "tools/call", {"name": "two_rounds", "arguments": {}, "inputResponses": {},
+                                                  "requestState": first["requestState"]}, ELICIT)
+        (held,) = a.pending
+        assert f"an answer for pending call {held} from another instance" in [r.getMessage() for r in caplog.records]
         assert lacking.message["error"] == {  # the holder's refusal, carried back
             "code": -32602, "message": "inputResponses lacks 'q1', the answer the upstream waits for"}
         second = (await ask(b, "tools/call", {
@@ -268,13 +274,13 @@ async def test_progress_of_a_bridged_call_reaches_the_callers_outbox(bridge: Bri
             self.messages.append(message)
 
     out = Outbox()
-    call = Call(outbox=out)  # type: ignore[arg-type]  # the one method the bridge uses
+    call = Call(outbox=out)  # the one method the bridge uses (Outbox is a protocol)
     reply = await bridge.handle(req("tools/call", {"name": "count", "arguments": {}}, progress="tok"), call)
     assert reply.message["result"]["content"] == [{"type": "text", "text": "counted"}]
     assert [m["params"] for m in out.messages] == [{"progressToken": "tok", "progress": 1, "total": 2},
                                                     {"progressToken": "tok", "progress": 2, "total": 2}]
     assert {m["method"] for m in out.messages} == {"notifications/progress"}
-    silent = await bridge.handle(req("tools/call", {"name": "count", "arguments": {}}), Call(outbox=out))  # type: ignore[arg-type]
+    silent = await bridge.handle(req("tools/call", {"name": "count", "arguments": {}}), Call(outbox=out))
     assert silent.message["result"]["content"][0]["text"] == "counted" and len(out.messages) == 2
 
 

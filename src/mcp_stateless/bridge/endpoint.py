@@ -209,7 +209,7 @@ class Bridge:
     async def handle(self, req: Request, call: Call) -> Reply:
         try:
             if req.method == "server/discover":
-                result = await self._discover(req, call)
+                result = await self._discover(call)
             elif req.method in ASKABLE_CALLS and (_may_ask(req.capabilities) or "requestState" in req.params):
                 result = await self._askable(req, call)
             elif req.method in ASKABLE_CALLS:
@@ -242,7 +242,7 @@ class Bridge:
     def _principal(self, call: Call) -> str | None:
         return call.principal.id if self.per_principal else None
 
-    async def _discover(self, req: Request, call: Call) -> dict[str, Any]:
+    async def _discover(self, call: Call) -> dict[str, Any]:
         if self.upstream is None:
             lease = await self._acquire({}, call)
             await self.pool.release(lease)
