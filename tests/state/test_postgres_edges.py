@@ -172,3 +172,12 @@ async def test_a_bus_that_cannot_listen_fails_its_readers_after_twice_the_timeou
         sub.close()
     finally:
         await bus.aclose()
+
+
+async def test_closing_the_connection_closes_its_pool(postgres_server: PostgresServer) -> None:
+    url = postgres_server.isolated_url()
+    conn = PostgresConnection(url.split("?", 1)[0], schema=_schema(url), timeout_s=3)
+    pool = await conn._pool_ready()
+    assert not pool.closed and conn.connected
+    await conn.aclose()
+    assert pool.closed and not conn.connected

@@ -95,6 +95,16 @@ async def test_due_by_lists_live_records_whose_time_came_earliest_first(bundle: 
     assert await r.due_by("ns", time.time()) == ["future"]
 
 
+async def test_due_by_gives_at_most_a_hundred_unless_told_in_due_order_across_buckets(bundle: StateBundle) -> None:
+    r = bundle.records
+    for i in range(101, 0, -1):  # created latest first; several share a bucket on the sharded engines
+        await r.create("many", f"k{i:03}", b"", due=float(i))
+    await r.create("many", "later", b"", due=10_000.0)
+    assert await r.due_by("many", 5_000.0) == [f"k{i:03}" for i in range(1, 101)]
+    assert await r.due_by("many", 5_000.0, limit=200) == [f"k{i:03}" for i in range(1, 102)]
+    assert await r.due_by("many", 3.5, limit=2) == ["k001", "k002"]
+
+
 async def test_namespaces_are_isolated(bundle: StateBundle) -> None:
     r = bundle.records
     await r.create("a", "k", b"in a")

@@ -311,3 +311,14 @@ async def test_per_session_topics_that_come_and_go_leave_nothing_behind(redis_cl
         await other.aclose()
     finally:
         await b.aclose()
+
+
+async def test_a_redis_cluster_leaves_expiry_to_redis_and_purges_nothing(redis_cluster: RedisCluster) -> None:
+    b = open_state(redis_cluster.isolated_url())
+    try:
+        await b.records.create("ns", "short", b"x", expires_at=time.time() + 0.2)
+        await asyncio.sleep(0.4)
+        assert await b.records.get("ns", "short") is None  # expired by Redis itself
+        assert await b.records.purge(time.time() + 10) == 0
+    finally:
+        await b.aclose()
